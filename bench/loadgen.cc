@@ -1,0 +1,274 @@
+#include "loadgen.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+namespace troupe::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Conn {
+  int fd = -1;
+  const std::string* request = nullptr;
+  size_t sent = 0;
+  std::string in;
+  Clock::time_point start;
+  bool in_flight = false;
+  bool want_write = false;
+};
+
+int connectLoopback(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return fd;
+}
+
+// Case-insensitive search for a header's value in the head of a response; -1 when absent.
+long headerNumber(const std::string& head, const char* name) {
+  const size_t n = std::strlen(name);
+  for (size_t pos = head.find("\r\n"); pos != std::string::npos && pos + 2 < head.size();
+       pos = head.find("\r\n", pos + 2)) {
+    const size_t line = pos + 2;
+    if (head.size() - line > n && strncasecmp(head.c_str() + line, name, n) == 0 && head[line + n] == ':') {
+      return std::strtol(head.c_str() + line + n + 1, nullptr, 10);
+    }
+  }
+  return -1;
+}
+
+bool hasHeaderValue(const std::string& head, const char* name, const char* value) {
+  const size_t n = std::strlen(name);
+  for (size_t pos = head.find("\r\n"); pos != std::string::npos && pos + 2 < head.size();
+       pos = head.find("\r\n", pos + 2)) {
+    const size_t line = pos + 2;
+    if (head.size() - line > n && strncasecmp(head.c_str() + line, name, n) == 0 && head[line + n] == ':') {
+      const size_t end = head.find("\r\n", line);
+      std::string v = head.substr(line + n + 1, end - line - n - 1);
+      std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+      return v.find(value) != std::string::npos;
+    }
+  }
+  return false;
+}
+
+double percentile(std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
+}
+
+}  // namespace
+
+int freeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = 0;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+LoadResult runLoad(int port, const std::string& path, const std::vector<std::string>& bodies, int connections,
+                   double seconds, double warmup_seconds) {
+  LoadResult out;
+  out.connections = connections;
+  // Requests as Go's net/http client writes them for kube-scheduler.
+  std::vector<std::string> requests;
+  for (const std::string& body : bodies) {
+    requests.push_back(
+        "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+        "\r\nUser-Agent: Go-http-client/1.1\r\nContent-Length: " + std::to_string(body.size()) +
+        "\r\nContent-Type: application/json\r\nAccept-Encoding: gzip\r\n\r\n" + body);
+  }
+  if (requests.empty() || connections < 1) return out;
+
+  int ep = ::epoll_create1(EPOLL_CLOEXEC);
+  std::vector<Conn> conns(static_cast<size_t>(connections));
+  size_t next_request = 0;
+  auto note = [&](const std::string& what) {
+    ++out.errors;
+    if (out.first_error.empty()) out.first_error = what;
+  };
+  auto watch = [&](size_t i, bool write) {
+    epoll_event ev{};
+    ev.events = write ? EPOLLOUT : EPOLLIN;
+    ev.data.u64 = i;
+    ::epoll_ctl(ep, EPOLL_CTL_MOD, conns[i].fd, &ev);
+    conns[i].want_write = write;
+  };
+  auto open = [&](size_t i) -> bool {
+    Conn& c = conns[i];
+    c = Conn{};
+    c.fd = connectLoopback(port);
+    if (c.fd < 0) return false;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = i;
+    ::epoll_ctl(ep, EPOLL_CTL_ADD, c.fd, &ev);
+    return true;
+  };
+  auto pump = [&](size_t i) -> bool {  // writes what it can; false on a broken connection
+    Conn& c = conns[i];
+    while (c.sent < c.request->size()) {
+      ssize_t n = ::send(c.fd, c.request->data() + c.sent, c.request->size() - c.sent, MSG_NOSIGNAL);
+      if (n > 0) {
+        c.sent += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if (!c.want_write) watch(i, true);
+        return true;
+      }
+      return false;
+    }
+    if (c.want_write) watch(i, false);
+    return true;
+  };
+  auto send_next = [&](size_t i) -> bool {
+    Conn& c = conns[i];
+    c.request = &requests[next_request++ % requests.size()];
+    c.sent = 0;
+    c.in.clear();
+    c.start = Clock::now();
+    c.in_flight = true;
+    return pump(i);
+  };
+  auto reopen = [&](size_t i) {
+    if (conns[i].fd >= 0) {
+      ::epoll_ctl(ep, EPOLL_CTL_DEL, conns[i].fd, nullptr);
+      ::close(conns[i].fd);
+    }
+    conns[i].fd = -1;
+    return open(i) && send_next(i);
+  };
+
+  for (size_t i = 0; i < conns.size(); ++i) {
+    if (!open(i)) {
+      note("cannot connect to 127.0.0.1:" + std::to_string(port) + ": " + std::strerror(errno));
+      ::close(ep);
+      return out;
+    }
+  }
+  const auto begin = Clock::now();
+  const auto window_start =
+      begin + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(warmup_seconds));
+  const auto window_end =
+      window_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  for (size_t i = 0; i < conns.size(); ++i) {
+    if (!send_next(i)) note("send failed");
+  }
+  std::vector<double> latencies;
+  latencies.reserve(1 << 20);
+  std::vector<epoll_event> events(conns.size());
+  char buf[65536];
+  while (Clock::now() < window_end) {
+    int n = ::epoll_wait(ep, events.data(), static_cast<int>(events.size()), 50);
+    if (n < 0 && errno != EINTR) break;
+    for (int e = 0; e < n; ++e) {
+      const size_t i = events[static_cast<size_t>(e)].data.u64;
+      Conn& c = conns[i];
+      if (c.want_write) {
+        if (!pump(i)) {
+          note("connection broken while sending");
+          if (!reopen(i)) note("reconnect failed");
+        }
+        continue;
+      }
+      bool broken = false;
+      for (;;) {
+        ssize_t r = ::recv(c.fd, buf, sizeof buf, 0);
+        if (r > 0) {
+          c.in.append(buf, static_cast<size_t>(r));
+          continue;
+        }
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        broken = true;  // closed by the server or an error
+        break;
+      }
+      const size_t head_end = c.in.find("\r\n\r\n");
+      if (head_end != std::string::npos && c.in_flight) {
+        const std::string head = c.in.substr(0, head_end + 2);
+        const long length = headerNumber(head, "Content-Length");
+        if (length < 0) {
+          note(hasHeaderValue(head, "Transfer-Encoding", "chunked")
+                   ? "the server answered with a chunked body; this client reads Content-Length only"
+                   : "answer without Content-Length");
+          broken = true;
+        } else if (c.in.size() >= head_end + 4 + static_cast<size_t>(length)) {
+          const auto now = Clock::now();
+          const bool ok = c.in.compare(0, 12, "HTTP/1.1 200") == 0;
+          if (!ok) {
+            note("answer " + c.in.substr(0, c.in.find("\r\n")) + ": " +
+                 c.in.substr(head_end + 4, std::min<size_t>(200, static_cast<size_t>(length))));
+          } else if (now >= window_start && now < window_end) {
+            ++out.requests;
+            latencies.push_back(std::chrono::duration<double, std::milli>(now - c.start).count());
+          }
+          c.in_flight = false;
+          const bool closing = hasHeaderValue(head, "Connection", "close");
+          if (closing || broken) {
+            if (!reopen(i)) note("reconnect failed");
+          } else if (!send_next(i)) {
+            note("send failed");
+            if (!reopen(i)) note("reconnect failed");
+          }
+          continue;
+        }
+      }
+      if (broken) {
+        note("connection closed by the server mid-answer");
+        if (!reopen(i)) note("reconnect failed");
+      }
+    }
+  }
+  const auto end = std::min(Clock::now(), window_end);
+  for (Conn& c : conns) {
+    if (c.fd >= 0) ::close(c.fd);
+  }
+  ::close(ep);
+  out.seconds = std::chrono::duration<double>(end - window_start).count();
+  out.rps = out.seconds > 0 ? static_cast<double>(out.requests) / out.seconds : 0;
+  std::sort(latencies.begin(), latencies.end());
+  out.p50_ms = percentile(latencies, 0.50);
+  out.p99_ms = percentile(latencies, 0.99);
+  out.max_ms = latencies.empty() ? 0 : latencies.back();
+  out.mean_ms = latencies.empty() ? 0
+                                  : std::accumulate(latencies.begin(), latencies.end(), 0.0) /
+                                        static_cast<double>(latencies.size());
+  return out;
+}
+
+}  // namespace troupe::bench

@@ -1,0 +1,125 @@
+// A node as Troupe sees it: static GPU facts (NodeInfo) plus what is allocated (NodeState).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "troupe/common/status.h"
+#include "troupe/model/topology.h"
+
+namespace troupe::model {
+
+// Standard label and resource names (NVIDIA GPU feature discovery and device plugin).
+inline constexpr const char* kGpuResource = "nvidia.com/gpu";
+inline constexpr const char* kLabelGpuProduct = "nvidia.com/gpu.product";
+inline constexpr const char* kLabelGpuMemory = "nvidia.com/gpu.memory";  // MiB per GPU
+inline constexpr const char* kLabelGpuCount = "nvidia.com/gpu.count";
+inline constexpr const char* kLabelTopologyProfile = "troupe.dev/topology-profile";
+inline constexpr const char* kAnnotationGpuTopology = "troupe.dev/gpu-topology";
+
+inline constexpr int64_t kMilliPerGpu = 1000;
+
+using StringMap = std::map<std::string, std::string>;
+
+// What a node is, independent of what runs on it.
+struct NodeInfo {
+  std::string name;
+  StringMap labels;
+  std::string gpu_product;          // "" when the node has no product label
+  int64_t gpu_memory_mib = 0;       // per GPU; 0 = unknown
+  int gpu_count = 0;
+  int64_t cpu_milli = 0;            // 0 = not tracked (the live extender leaves CPU to kube)
+  int64_t memory_bytes = 0;         // 0 = not tracked
+  int64_t max_pods = 0;             // 0 = not tracked
+  bool unschedulable = false;       // cordoned
+  std::shared_ptr<const GpuTopology> topology;
+};
+
+// The raw facts an adapter found for a node (labels, annotations, allocatable quantities).
+struct NodeFacts {
+  std::string name;
+  StringMap labels;
+  StringMap annotations;
+  std::string allocatable_gpus;     // "nvidia.com/gpu" allocatable (or capacity), "" if absent
+  std::string cpu;                  // quantity strings, "" if absent
+  std::string memory;
+  std::string pods;
+  bool unschedulable = false;
+};
+
+// Built-in profiles, made once and shared by every node that uses them, so 10,000 nodes of
+// one kind cost one topology. Thread-safe.
+class TopologyCatalog {
+ public:
+  Result<std::shared_ptr<const GpuTopology>> profile(const std::string& name, int gpus);
+
+ private:
+  std::mutex mu_;
+  std::map<std::pair<std::string, int>, std::shared_ptr<const GpuTopology>> profiles_;
+};
+
+// Turns facts into a NodeInfo: GPU count from allocatable, else the gpu.count label; product
+// and memory from labels; topology from the troupe.dev/gpu-topology annotation, else the
+// troupe.dev/topology-profile label, else the profile matching the product. Errors name the
+// label or annotation at fault.
+Result<NodeInfo> nodeFromFacts(const NodeFacts& facts, TopologyCatalog& catalog);
+
+// One pod's hold on a node.
+struct Allocation {
+  std::string pod_uid;
+  std::string pod_key;              // namespace/name, for messages
+  std::string node;
+  std::vector<int> gpus;            // indices; empty with `unknown_gpus` > 0 when not known
+  int64_t milli_per_gpu = kMilliPerGpu;
+  int unknown_gpus = 0;             // GPUs held whose indices nobody told us
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
+  double topology_quality = 1.0;    // of the GPU set when Troupe chose it (1 = best possible)
+};
+
+// A node and its allocations. Not thread-safe: the Scheduler guards it.
+class NodeState {
+ public:
+  explicit NodeState(NodeInfo info);
+
+  const NodeInfo& info() const { return info_; }
+  void setInfo(NodeInfo info);  // keeps allocations; GPUs beyond the new count are dropped
+  const GpuTopology& topology() const { return *info_.topology; }
+
+  int gpuCount() const { return info_.gpu_count; }
+  int64_t gpuUsedMilli(int gpu) const { return used_milli_[static_cast<size_t>(gpu)]; }
+  int64_t gpuFreeMilli(int gpu) const { return kMilliPerGpu - used_milli_[static_cast<size_t>(gpu)]; }
+  // GPUs with nothing on them, as a mask (ignores unknown holders, see wholeFreeCount).
+  uint64_t fullyFreeMask() const;
+  // Whole GPUs a new pod can still take: fully free GPUs minus those held by pods whose
+  // indices are unknown.
+  int wholeFreeCount() const;
+  int unknownHeld() const { return unknown_held_; }
+  int64_t usedMilliTotal() const;
+  int64_t cpuUsed() const { return cpu_used_; }
+  int64_t memoryUsed() const { return memory_used_; }
+  int podCount() const { return static_cast<int>(allocations_.size()); }
+  int sharedGpuCount() const;  // GPUs partly used by fractional pods
+
+  // Records an allocation. Fails (and changes nothing) on an index out of range, or a GPU
+  // without the room the allocation claims.
+  Status add(const Allocation& allocation);
+  // Releases the pod's allocation; returns false when the pod held nothing here.
+  bool remove(const std::string& pod_uid);
+  const Allocation* find(const std::string& pod_uid) const;
+  const std::map<std::string, Allocation>& allocations() const { return allocations_; }
+
+ private:
+  NodeInfo info_;
+  std::vector<int64_t> used_milli_;
+  int unknown_held_ = 0;
+  int64_t cpu_used_ = 0;
+  int64_t memory_used_ = 0;
+  std::map<std::string, Allocation> allocations_;
+};
+
+}  // namespace troupe::model

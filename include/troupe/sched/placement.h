@@ -1,0 +1,48 @@
+// Placement on one node: can the pod go there (checkNode), which GPUs it gets (placeOnNode),
+// and what the placement is worth (scorePlacement). Pure functions of a NodeState.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "troupe/model/node.h"
+#include "troupe/sched/policy.h"
+#include "troupe/sched/pod_request.h"
+
+namespace troupe::sched {
+
+enum class Fit {
+  kFits,
+  kBusy,   // not now: GPUs are taken (preemption or waiting may help) -> FailedNodes
+  kNever,  // not on this node, whatever runs there -> FailedAndUnresolvableNodes
+};
+
+struct NodeCheck {
+  Fit fit = Fit::kFits;
+  std::string reason;  // short and node-independent so kube-scheduler groups them well
+  const char* category = "";  // for metrics: no-gpus, model, memory, count, topology, resources, busy
+};
+
+// Cheap feasibility: model, memory, count, NVLink domain size, free GPUs. No set search.
+NodeCheck checkNode(const model::NodeState& node, const GpuRequest& req);
+
+struct Placement {
+  std::vector<int> gpus;
+  double topology_quality = 1.0;  // 1 = as well connected as any k GPUs of this node can be
+  bool best_possible = true;      // the set's bottleneck equals the node's best for k GPUs
+  double bottleneck = 0.0;        // GB/s; 0 for single-GPU and shared placements
+};
+
+// The bandwidth a GPU set is judged against in absolute terms: NVLink4 through NVSwitch
+// (H100/H200), per direction. Faster sets score the same as this.
+inline constexpr double kReferenceBandwidth = 450.0;
+
+// The GPUs the pod would get on this node, or nullopt when it does not fit.
+std::optional<Placement> placeOnNode(const model::NodeState& node, const GpuRequest& req);
+
+// What the placement is worth under the policy, 0..1 (higher is better).
+double scorePlacement(const model::NodeState& node, const GpuRequest& req,
+                      const Placement& placement, const PolicyConfig& policy);
+
+}  // namespace troupe::sched

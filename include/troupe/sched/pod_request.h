@@ -1,0 +1,79 @@
+// The pod contract: what a pod asks of Troupe, parsed and validated in one place.
+//
+//   resources nvidia.com/gpu: N        whole GPUs (requests or limits; init containers count
+//                                      as Kubernetes counts them: max(sum(app), max(init)))
+//   troupe.dev/gpu-model: A,B          allowed GPU products (nvidia.com/gpu.product), any case
+//   troupe.dev/gpu-memory: 40Gi        minimum memory per GPU (a Kubernetes quantity)
+//   troupe.dev/gpu-topology: nvlink    all GPUs inside one NVLink domain, else the node fails
+//                            preferred (default) the best-connected set wins the score
+//                            none      topology is ignored
+//   troupe.dev/gpu-milli: 500          a share of one GPU (1..1000) for pods that do not
+//                                      request nvidia.com/gpu
+// Annotations win over labels of the same key. Every error names the key, the value and what
+// is expected, because it ends up in `kubectl describe pod`.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "troupe/common/status.h"
+
+namespace troupe::sched {
+
+using StringMap = std::map<std::string, std::string>;
+
+inline constexpr const char* kAnnotationGpuModel = "troupe.dev/gpu-model";
+inline constexpr const char* kAnnotationGpuMemory = "troupe.dev/gpu-memory";
+inline constexpr const char* kAnnotationGpuTopology = "troupe.dev/gpu-topology";
+inline constexpr const char* kAnnotationGpuMilli = "troupe.dev/gpu-milli";
+inline constexpr const char* kAnnotationGpus = "troupe.dev/gpus";  // the assignment Troupe writes
+
+struct ContainerResources {
+  StringMap requests;
+  StringMap limits;
+  bool restartable_init = false;  // a sidecar: init container with restartPolicy Always
+};
+
+// The parts of a v1.Pod that scheduling reads; adapters fill it from JSON.
+struct PodFacts {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  StringMap labels;
+  StringMap annotations;
+  std::vector<ContainerResources> containers;
+  std::vector<ContainerResources> init_containers;
+  int64_t priority = 0;
+  std::string node_name;
+  std::string phase;
+
+  std::string key() const { return ns + "/" + name; }
+};
+
+enum class TopologyMode { kPreferred, kNVLink, kNone };
+const char* topologyModeName(TopologyMode mode);
+
+struct GpuRequest {
+  int gpus = 0;                       // GPUs the pod needs (1 for a shared pod)
+  int64_t milli_per_gpu = 1000;       // 1000 = whole GPUs; less = a share of one GPU
+  std::vector<std::string> models;    // allowed products; empty = any
+  int64_t min_memory_bytes = 0;       // per GPU; 0 = any
+  TopologyMode topology = TopologyMode::kPreferred;
+  int64_t cpu_milli = 0;              // the pod's requests, used where the model tracks them
+  int64_t memory_bytes = 0;
+
+  bool wantsGpus() const { return gpus > 0; }
+  bool shared() const { return gpus == 1 && milli_per_gpu < 1000; }
+  int64_t totalMilli() const { return gpus * milli_per_gpu; }
+};
+
+// Reads the pod's GPU request. InvalidArgument names the annotation or resource at fault.
+Result<GpuRequest> parseGpuRequest(const PodFacts& pod);
+
+// Reads the troupe.dev/gpus assignment annotation ("0,1,2,3"); `gpus` is how many the pod
+// requests, used to check the list.
+Result<std::vector<int>> parseGpuAssignment(const std::string& text);
+
+}  // namespace troupe::sched

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Start a real local control plane for e2e tests: etcd (data on /dev/shm),
+# kube-apiserver (TLS on 127.0.0.1, static token, RBAC), fake GPU nodes,
+# Troupe (if built) and kube-scheduler as "troupe-scheduler" with Troupe as
+# its extender. All ports are picked free at start. No-op if already up.
+#
+# Env:
+#   NODES=N                generate N mixed nodes instead of tests/e2e/nodes.yaml's fleet
+#   TROUPE_BIN=path        Troupe binary (default build/troupe; skipped with a warning if absent)
+#   TROUPE_ARGS="..."      extra arguments for `troupe serve`
+#   TROUPE_PORT=p          Troupe's port (default: a free port)
+#   TROUPE_BIND_VERB=bind  add bindVerb to the extender config (default: unset = not used)
+#   TROUPE_PREEMPT_VERB=preempt   add preemptVerb (default: unset = not used)
+#   TROUPE_SCHEDULER_NAME  scheduler profile name (default troupe-scheduler)
+#   NODE_CREATE_PARALLEL   max concurrent kubectl create processes for nodes (default 2)
+#   KEEP_ON_FAILURE=1      leave processes running if startup fails (for debugging)
+# State, kubeconfig and logs: build/e2e/ (see scripts/lib-e2e.sh).
+set -euo pipefail
+# shellcheck source=scripts/lib-e2e.sh
+. "$(dirname "$0")/lib-e2e.sh"
+cd "$E2E_ROOT"
+
+usage_hint() {
+  local n
+  n="$(grep -c '^  - name:' "$E2E_DIR/cluster.yaml" 2>/dev/null || echo '?')"
+  cat <<MSG
+
+Cluster is up: Kubernetes $K8S_VERSION, $n fake GPU nodes, scheduler "${TROUPE_SCHEDULER_NAME:-troupe-scheduler}".
+  apiserver  https://127.0.0.1:$APISERVER_PORT     (logs: build/e2e/logs/)
+  troupe     http://127.0.0.1:$TROUPE_PORT  $(e2e_troupe_ok && echo "(running, pid $(e2e_pid troupe))" || echo "(NOT running)")
+Use it with:
+  export KUBECONFIG=$E2E_KUBECONFIG; $KUBECTL get nodes
+Restart only Troupe: scripts/troupe-restart.sh [restart|stop|start|status]
+Tear down:           scripts/cluster-down.sh
+MSG
+}
+
+# ---- already up? -------------------------------------------------------------
+if e2e_load_state; then
+  if e2e_etcd_ok && e2e_apiserver_ok && e2e_scheduler_ok; then
+    e2e_log "cluster already up and healthy"
+    if [ -n "${NODES:-}" ] && [ "${NODES}" != "${E2E_NODES:-}" ]; then
+      e2e_warn "running cluster was created with NODES='${E2E_NODES:-}' (requested '$NODES'); run cluster-down first to change it"
+    fi
+    troupe_start
+    usage_hint
+    exit 0
+  fi
+  e2e_warn "stale or unhealthy cluster state found; tearing it down first"
+fi
+if [ -f "$E2E_STATE" ] || compgen -G "$E2E_PIDS/*.pid" >/dev/null; then
+  "$E2E_ROOT/scripts/cluster-down.sh"
+fi
+
+# ---- binaries ----------------------------------------------------------------
+"$E2E_ROOT/scripts/build-k8s.sh"
+for b in etcd kube-apiserver kube-scheduler kubectl; do
+  [ -x "$K8S_BIN/$b" ] || e2e_die "missing $K8S_BIN/$b"
+done
+command -v openssl >/dev/null || e2e_die "openssl not found"
+command -v curl >/dev/null || e2e_die "curl not found"
+python3 -c 'import yaml' 2>/dev/null || e2e_die "python3 with PyYAML needed: pip install -r tests/e2e/requirements.txt"
+
+_e2e_t0="$(date +%s.%N)"   # time the startup itself, not the build check
+ok=0
+cleanup_on_failure() {
+  if [ "$ok" != 1 ]; then
+    if [ "${KEEP_ON_FAILURE:-0}" = 1 ]; then
+      e2e_warn "startup failed; KEEP_ON_FAILURE=1 so processes are left running (scripts/cluster-down.sh to stop)"
+    else
+      e2e_warn "startup failed; tearing down (logs kept in $E2E_LOGS)"
+      "$E2E_ROOT/scripts/cluster-down.sh" || true
+    fi
+  fi
+}
+trap cleanup_on_failure EXIT
+
+# ---- fresh state ------------------------------------------------------------
+rm -rf "$E2E_LOGS" "$E2E_PIDS" "$E2E_DIR/pki" "$E2E_DIR/nodes"
+mkdir -p "$E2E_LOGS" "$E2E_PIDS" "$E2E_DIR/pki"
+read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT free_troupe_port <<< "$(e2e_free_ports 5)"
+TROUPE_PORT="${TROUPE_PORT:-$free_troupe_port}"
+TROUPE_SCHEDULER_NAME="${TROUPE_SCHEDULER_NAME:-troupe-scheduler}"
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  ETCD_DIR="$(mktemp -d /dev/shm/troupe-e2e-etcd.XXXXXX)"
+else
+  e2e_warn "/dev/shm not writable; etcd data goes to build/e2e (slower)"
+  ETCD_DIR="$(mktemp -d "$E2E_DIR/troupe-e2e-etcd.XXXXXX")"
+fi
+cat > "$E2E_STATE" <<STATE
+# Written by scripts/cluster-up.sh; read by cluster-down.sh, troupe-restart.sh, tests/e2e/conftest.py
+K8S_VERSION=$K8S_VERSION
+K8S_BIN=$K8S_BIN
+ETCD_DIR=$ETCD_DIR
+ETCD_PORT=$ETCD_PORT
+ETCD_PEER_PORT=$ETCD_PEER_PORT
+APISERVER_PORT=$APISERVER_PORT
+SCHEDULER_PORT=$SCHEDULER_PORT
+TROUPE_PORT=$TROUPE_PORT
+TROUPE_SCHEDULER_NAME=$TROUPE_SCHEDULER_NAME
+E2E_NODES=${NODES:-}
+STATE
+e2e_log "ports: etcd $ETCD_PORT/$ETCD_PEER_PORT apiserver $APISERVER_PORT scheduler $SCHEDULER_PORT troupe $TROUPE_PORT; etcd data $ETCD_DIR"
+
+# ---- etcd --------------------------------------------------------------------
+etcd_client="http://127.0.0.1:$ETCD_PORT"
+etcd_peer="http://127.0.0.1:$ETCD_PEER_PORT"
+e2e_start etcd "$K8S_BIN/etcd" \
+  --name=e2e --data-dir="$ETCD_DIR" \
+  --listen-client-urls="$etcd_client" --advertise-client-urls="$etcd_client" \
+  --listen-peer-urls="$etcd_peer" --initial-advertise-peer-urls="$etcd_peer" \
+  --initial-cluster="e2e=$etcd_peer" --initial-cluster-state=new \
+  --unsafe-no-fsync --log-level=warn
+e2e_wait_http etcd "$etcd_client/health" 30 || e2e_die "etcd did not become healthy"
+e2e_log "etcd healthy (pid $(e2e_pid etcd))"
+
+# ---- credentials ---------------------------------------------------------------
+token="$(openssl rand -hex 24)"
+umask 077
+echo "$token,e2e-admin,e2e-admin-uid,\"system:masters\"" > "$E2E_DIR/tokens.csv"
+openssl genrsa -out "$E2E_DIR/sa.key" 2048 2>/dev/null
+umask 022
+
+# ---- kube-apiserver ------------------------------------------------------------
+# Without kube-controller-manager: no default ServiceAccount and nobody lifts the
+# not-ready taint, hence the two disabled admission plugins.
+e2e_start kube-apiserver "$K8S_BIN/kube-apiserver" \
+  --etcd-servers="$etcd_client" \
+  --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
+  --cert-dir="$E2E_DIR/pki" \
+  --token-auth-file="$E2E_DIR/tokens.csv" --authorization-mode=RBAC \
+  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file="$E2E_DIR/sa.key" --service-account-signing-key-file="$E2E_DIR/sa.key" \
+  --service-cluster-ip-range=10.0.0.0/24 --endpoint-reconciler-type=none \
+  --disable-admission-plugins=ServiceAccount,TaintNodesByCondition \
+  --enable-priority-and-fairness=false \
+  --max-requests-inflight=800 --max-mutating-requests-inflight=400 \
+  --v=1
+e2e_wait_http kube-apiserver "https://127.0.0.1:$APISERVER_PORT/readyz" 90 -k ||
+  e2e_die "kube-apiserver did not become ready"
+e2e_apiserver_ok || e2e_die "kube-apiserver's certificate does not verify against $E2E_DIR/pki/apiserver.crt"
+e2e_log "kube-apiserver ready (pid $(e2e_pid kube-apiserver))"
+
+# ---- kubeconfig (CA-verified TLS, static token) --------------------------------
+umask 077
+cat > "$E2E_KUBECONFIG.tmp" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: troupe-e2e
+  cluster:
+    server: https://127.0.0.1:$APISERVER_PORT
+    certificate-authority-data: $(base64 -w0 "$E2E_DIR/pki/apiserver.crt")
+users:
+- name: e2e-admin
+  user:
+    token: $token
+contexts:
+- name: troupe-e2e
+  context: {cluster: troupe-e2e, user: e2e-admin, namespace: default}
+current-context: troupe-e2e
+KC
+mv "$E2E_KUBECONFIG.tmp" "$E2E_KUBECONFIG"
+umask 022
+"$KUBECTL" --kubeconfig "$E2E_KUBECONFIG" get --raw /version >/dev/null ||
+  e2e_die "kubectl cannot reach the apiserver with $E2E_KUBECONFIG"
+
+# ---- fake GPU nodes + cluster.yaml for Troupe -----------------------------------
+gen_args=()
+[ -n "${NODES:-}" ] && gen_args=(--generate "$NODES")
+python3 "$E2E_ROOT/tests/e2e/make_nodes.py" "${gen_args[@]}" --out-dir "$E2E_DIR" \
+  --k8s-version "$K8S_VERSION" --create --kubectl "$KUBECTL" --kubeconfig "$E2E_KUBECONFIG" \
+  --parallel "${NODE_CREATE_PARALLEL:-2}"
+e2e_log "nodes created"
+
+# ---- Troupe (optional) ---------------------------------------------------------
+troupe_start
+
+# ---- kube-scheduler ------------------------------------------------------------
+E2E_KUBECONFIG="$E2E_KUBECONFIG" TROUPE_PORT="$TROUPE_PORT" TROUPE_SCHEDULER_NAME="$TROUPE_SCHEDULER_NAME" \
+  python3 "$E2E_ROOT/tests/e2e/render_template.py" \
+  "$E2E_ROOT/tests/e2e/scheduler-config.tmpl.yaml" "$E2E_DIR/scheduler-config.yaml"
+e2e_start kube-scheduler "$K8S_BIN/kube-scheduler" \
+  --config="$E2E_DIR/scheduler-config.yaml" \
+  --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" \
+  --authentication-kubeconfig="$E2E_KUBECONFIG" --authorization-kubeconfig="$E2E_KUBECONFIG" \
+  --v=2
+e2e_wait_http kube-scheduler "https://127.0.0.1:$SCHEDULER_PORT/healthz" 60 -k ||
+  e2e_die "kube-scheduler did not become healthy"
+e2e_log "kube-scheduler healthy (pid $(e2e_pid kube-scheduler)); cluster ready in $(e2e_elapsed) s"
+
+ok=1
+usage_hint

@@ -1,0 +1,162 @@
+# shellcheck shell=bash disable=SC2034  # variables are used by the sourcing scripts
+# Helpers shared by scripts/cluster-up.sh, cluster-down.sh and troupe-restart.sh.
+# Source it; it defines variables and functions only.
+#
+# Layout (all under build/e2e/):
+#   state.env          ports, etcd data dir, node count (sourced by the scripts)
+#   pids/<name>.pid    "<pid> <executable>" per started process
+#   logs/<name>.log    etcd, kube-apiserver, kube-scheduler, troupe
+#   kubeconfig         admin kubeconfig (static token, CA-verified TLS)
+#   pki/ tokens.csv sa.key scheduler-config.yaml nodes.json cluster.yaml
+
+E2E_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+E2E_DIR="$E2E_ROOT/build/e2e"
+E2E_LOGS="$E2E_DIR/logs"
+E2E_PIDS="$E2E_DIR/pids"
+E2E_STATE="$E2E_DIR/state.env"
+E2E_KUBECONFIG="$E2E_DIR/kubeconfig"
+K8S_VERSION="$(awk '$1=="k8s.io/kubernetes" && $2 ~ /^v1\./ {print $2; exit}' "$E2E_ROOT/tools/k8s/go.mod")"
+K8S_BIN="${K8S_BIN:-$E2E_ROOT/build/k8s/$K8S_VERSION/bin}"
+KUBECTL="$K8S_BIN/kubectl"
+# Keep kubectl's per-server discovery cache out of ~/.kube (ports change every run).
+export KUBECACHEDIR="$E2E_DIR/kube-cache"
+TROUPE_BIN="${TROUPE_BIN:-build/troupe}"
+case "$TROUPE_BIN" in /*) ;; *) TROUPE_BIN="$E2E_ROOT/$TROUPE_BIN" ;; esac
+
+_e2e_t0="$(date +%s.%N)"
+e2e_elapsed() { awk -v a="$_e2e_t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}'; }
+e2e_log() { echo "[e2e +$(e2e_elapsed)s] $*"; }
+e2e_warn() { echo "[e2e +$(e2e_elapsed)s] WARNING: $*" >&2; }
+e2e_die() { echo "[e2e +$(e2e_elapsed)s] ERROR: $*" >&2; exit 1; }
+
+# shellcheck disable=SC1090  # generated file
+e2e_load_state() { [ -f "$E2E_STATE" ] && . "$E2E_STATE"; }
+
+# e2e_free_ports N: print N distinct free TCP ports on 127.0.0.1.
+e2e_free_ports() {
+  python3 - "$1" <<'PY'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+PY
+}
+
+# e2e_pid NAME: print the pid of a started process if it is still the same
+# executable we started (guards against pid reuse); fail otherwise.
+e2e_pid() {
+  local f="$E2E_PIDS/$1.pid" pid exe cur
+  [ -f "$f" ] || return 1
+  read -r pid exe < "$f" || return 1
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+  _e2e_zombie "$pid" && return 1
+  cur="$(readlink "/proc/$pid/exe" 2>/dev/null)" || return 1
+  [ "${cur% (deleted)}" = "$exe" ] || return 1
+  echo "$pid"
+}
+
+# e2e_start NAME EXE ARGS...: start EXE in its own session, logging
+# (appending) to logs/NAME.log, and record its pid.
+e2e_start() {
+  local name="$1" exe="$2"; shift 2
+  mkdir -p "$E2E_LOGS" "$E2E_PIDS"
+  exe="$(readlink -f "$exe")"
+  echo "===== $(date -u +%FT%TZ) start: $exe $*" >> "$E2E_LOGS/$name.log"
+  # setsid: survives the calling shell/CI step; no fork, so $! is EXE's pid.
+  setsid "$exe" "$@" >> "$E2E_LOGS/$name.log" 2>&1 < /dev/null &
+  echo "$! $exe" > "$E2E_PIDS/$name.pid"
+}
+
+# _e2e_zombie PID: true if PID has exited but is not reaped yet.
+_e2e_zombie() { [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ]; }
+_e2e_alive() { kill -0 "$1" 2>/dev/null && ! _e2e_zombie "$1"; }
+
+# e2e_stop [-t TIMEOUT_S] NAME...: SIGTERM all of them at once, wait for them
+# to exit, SIGKILL whatever is left after TIMEOUT_S (default 10).
+e2e_stop() {
+  local timeout=10 name pid i left
+  local -a names=() pids=()
+  if [ "${1:-}" = -t ]; then timeout="$2"; shift 2; fi
+  for name in "$@"; do
+    if pid="$(e2e_pid "$name")"; then
+      kill -TERM "$pid" 2>/dev/null || true
+      names+=("$name"); pids+=("$pid")
+    fi
+  done
+  for ((i = 0; i < timeout * 10; i++)); do
+    left=0
+    for pid in "${pids[@]}"; do _e2e_alive "$pid" && left=1; done
+    [ "$left" = 0 ] && break
+    sleep 0.1
+  done
+  for i in "${!pids[@]}"; do
+    if _e2e_alive "${pids[$i]}"; then
+      e2e_warn "${names[$i]} (pid ${pids[$i]}) ignored SIGTERM for ${timeout}s; sending SIGKILL"
+      kill -KILL "${pids[$i]}" 2>/dev/null || true
+    fi
+  done
+  for i in "${!pids[@]}"; do
+    for ((left = 0; left < 50; left++)); do _e2e_alive "${pids[$i]}" || break; sleep 0.1; done
+    e2e_log "stopped ${names[$i]} (pid ${pids[$i]})"
+  done
+  for name in "$@"; do rm -f "$E2E_PIDS/$name.pid"; done
+}
+
+# e2e_wait_http NAME URL TIMEOUT_S [CURL_ARGS...]: poll URL until 2xx while
+# process NAME is alive. On failure print the log tail and return 1.
+e2e_wait_http() {
+  local name="$1" url="$2" timeout="$3" deadline; shift 3
+  deadline=$(( $(date +%s) + timeout ))
+  while :; do
+    if curl -fsS -o /dev/null --max-time 2 "$@" "$url" 2>/dev/null; then
+      return 0
+    fi
+    if ! e2e_pid "$name" >/dev/null; then
+      echo "[e2e] $name exited; last lines of $E2E_LOGS/$name.log:" >&2
+      tail -n 30 "$E2E_LOGS/$name.log" >&2
+      return 1
+    fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      echo "[e2e] $name not healthy at $url after ${timeout}s; last lines of $E2E_LOGS/$name.log:" >&2
+      tail -n 30 "$E2E_LOGS/$name.log" >&2
+      return 1
+    fi
+    sleep 0.2
+  done
+}
+
+# Health checks of a running cluster (state must be loaded).
+e2e_etcd_ok() { e2e_pid etcd >/dev/null && curl -fsS --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" >/dev/null 2>&1; }
+e2e_apiserver_ok() {
+  e2e_pid kube-apiserver >/dev/null &&
+    curl -fsS --max-time 3 --cacert "$E2E_DIR/pki/apiserver.crt" "https://127.0.0.1:$APISERVER_PORT/readyz" >/dev/null 2>&1
+}
+e2e_scheduler_ok() { e2e_pid kube-scheduler >/dev/null && curl -fsSk --max-time 2 "https://127.0.0.1:$SCHEDULER_PORT/healthz" >/dev/null 2>&1; }
+e2e_troupe_ok() { e2e_pid troupe >/dev/null && curl -fsS --max-time 2 "http://127.0.0.1:$TROUPE_PORT/healthz" >/dev/null 2>&1; }
+
+# troupe_start: start Troupe on $TROUPE_PORT if $TROUPE_BIN is executable;
+# otherwise warn and return 0 (the control plane is still usable).
+# Extra arguments come from $TROUPE_ARGS (word-split).
+troupe_start() {
+  [ -n "${TROUPE_PORT:-}" ] || e2e_die "TROUPE_PORT unknown: is the cluster up? (scripts/cluster-up.sh)"
+  if e2e_troupe_ok; then
+    e2e_log "troupe already running (pid $(e2e_pid troupe)) on 127.0.0.1:$TROUPE_PORT"
+    return 0
+  fi
+  e2e_stop -t 5 troupe   # a live but unhealthy leftover
+  if [ ! -x "$TROUPE_BIN" ] || [ -d "$TROUPE_BIN" ]; then
+    e2e_warn "$TROUPE_BIN is not an executable; NOT starting Troupe (GPU pods will fail the extender call). Build it or set TROUPE_BIN."
+    return 0
+  fi
+  # shellcheck disable=SC2086
+  e2e_start troupe "$TROUPE_BIN" serve --listen "127.0.0.1:$TROUPE_PORT" \
+    --cluster "$E2E_DIR/cluster.yaml" ${TROUPE_ARGS:-}
+  e2e_wait_http troupe "http://127.0.0.1:$TROUPE_PORT/healthz" "${TROUPE_WAIT_S:-30}" ||
+    e2e_die "troupe did not become healthy"
+  e2e_log "troupe healthy (pid $(e2e_pid troupe)) on http://127.0.0.1:$TROUPE_PORT"
+}
+
+troupe_stop() { e2e_stop -t "${TROUPE_STOP_TIMEOUT_S:-10}" troupe; }

@@ -1,0 +1,245 @@
+#include "adapters/http/extender_server.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include <cpprest/http_listener.h>
+
+#include "adapters/http/wire.h"
+
+namespace troupe::http {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+HttpResponse ok(std::string body) { return {200, std::move(body), "application/json"}; }
+HttpResponse badRequest(const std::string& message) { return {400, encodeHttpError(message), "application/json"}; }
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+ExtenderHandler::ExtenderHandler(HandlerOptions options, sched::Scheduler& scheduler,
+                                 metrics::Metrics& metrics, Logger& logger)
+    : options_(std::move(options)), scheduler_(scheduler), metrics_(metrics), logger_(logger) {}
+
+HttpResponse ExtenderHandler::handle(const std::string& method, const std::string& raw_path,
+                                     const std::string& body) {
+  std::string path = raw_path.substr(0, raw_path.find('?'));
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  try {
+    if (method == "GET") {
+      if (path == "/healthz") return {200, "ok\n", "text/plain"};
+      if (path == "/readyz") {
+        return ready() ? HttpResponse{200, "ok\n", "text/plain"}
+                       : HttpResponse{503, "not ready: cluster state not synced yet\n", "text/plain"};
+      }
+      if (path == "/metrics") {
+        metrics_.refreshCluster(scheduler_.summary());
+        return {200, metrics_.serialize(), "text/plain; version=0.0.4"};
+      }
+    }
+    // Verbs are matched on the last path segment so a urlPrefix with a path works too.
+    const std::string verb = path.substr(path.rfind('/') + 1);
+    const bool is_verb = verb == "filter" || verb == "prioritize" || verb == "bind" || verb == "preempt";
+    if (!is_verb) {
+      return {404, encodeHttpError("no such endpoint " + method + " " + path +
+                                   "; Troupe serves POST /filter, /prioritize, /bind, /preempt and "
+                                   "GET /healthz, /readyz, /metrics"), "application/json"};
+    }
+    if (method != "POST") {
+      return {405, encodeHttpError(verb + " takes POST with a JSON body, not " + method), "application/json"};
+    }
+    if (body.size() > options_.max_body_bytes) {
+      metrics_.observeRequest(verb, "bad_request", 0);
+      return {413, encodeHttpError("request body of " + std::to_string(body.size()) +
+                                   " bytes is over the limit of " + std::to_string(options_.max_body_bytes) +
+                                   "; raise maxBodyBytes in Troupe's config or use nodeCacheCapable: true"),
+              "application/json"};
+    }
+    if (!options_.record_dir.empty()) record(verb, body);
+    const auto start = Clock::now();
+    HttpResponse r = verb == "filter"       ? filter(body)
+                     : verb == "prioritize" ? prioritize(body)
+                     : verb == "bind"       ? bind(body)
+                                            : preempt(body);
+    std::string outcome = r.status == 400 ? "bad_request" : "ok";
+    if (r.status == 200 && r.body.find("\"Error\":\"") != std::string::npos &&
+        r.body.find("\"Error\":\"\"") == std::string::npos) {
+      outcome = "error";
+    }
+    metrics_.observeRequest(verb, outcome, secondsSince(start));
+    if (r.status == 400) logger_.warn("bad request", {{"verb", verb}, {"error", r.body}});
+    return r;
+  } catch (const std::exception& e) {
+    // Last resort: a bug must not take the scheduler's extender down.
+    logger_.error("internal error", {{"path", path}, {"error", e.what()}});
+    return {500, encodeHttpError(std::string("internal error: ") + e.what()), "application/json"};
+  }
+}
+
+HttpResponse ExtenderHandler::filter(const std::string& body) {
+  Result<ExtenderArgs> args = decodeExtenderArgs(body);
+  if (!args.isOk()) return badRequest(args.status().message());
+  sched::FilterResult result;
+  if (args.value().node_cache_mode) {
+    result = scheduler_.filter(args.value().pod, args.value().node_names);
+  } else {
+    std::vector<std::string> errors;
+    result = scheduler_.filterNodes(args.value().pod, args.value().nodes, &errors);
+    for (const std::string& e : errors) logger_.warn("node facts rejected", {{"error", e}});
+  }
+  metrics_.countRejections(result.categories);
+  if (logger_.enabled(LogLevel::kDebug)) {
+    logger_.debug("filter", {{"pod", args.value().pod.key()},
+                             {"candidates", std::to_string(args.value().node_names.size())},
+                             {"passed", std::to_string(result.passed.size())},
+                             {"failed", std::to_string(result.failed.size())},
+                             {"unresolvable", std::to_string(result.unresolvable.size())}});
+  }
+  return ok(encodeFilterResult(args.value(), result));
+}
+
+HttpResponse ExtenderHandler::prioritize(const std::string& body) {
+  Result<ExtenderArgs> args = decodeExtenderArgs(body);
+  if (!args.isOk()) return badRequest(args.status().message());
+  if (!args.value().node_cache_mode) {
+    for (const model::NodeFacts& n : args.value().nodes) (void)scheduler_.upsertNode(n);
+  }
+  return ok(encodeHostPriorityList(scheduler_.prioritize(args.value().pod, args.value().node_names)));
+}
+
+HttpResponse ExtenderHandler::bind(const std::string& body) {
+  Result<BindingArgs> args = decodeBindingArgs(body);
+  if (!args.isOk()) return badRequest(args.status().message());
+  const BindingArgs& b = args.value();
+  Result<model::Allocation> a = scheduler_.reserve(b.pod_uid, b.pod_namespace, b.pod_name, b.node);
+  if (!a.isOk()) {
+    logger_.warn("bind refused", {{"pod", b.pod_namespace + "/" + b.pod_name}, {"node", b.node},
+                                  {"error", a.status().message()}});
+    return ok(encodeBindingResult(a.status().message()));
+  }
+  std::string gpus;
+  for (int g : a.value().gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+  logger_.info("bound", {{"pod", b.pod_namespace + "/" + b.pod_name}, {"node", b.node}, {"gpus", gpus}});
+  metrics_.observePlacement(a.value().topology_quality, a.value().topology_quality >= 1.0 - 1e-9);
+  return ok(encodeBindingResult(""));
+}
+
+HttpResponse ExtenderHandler::preempt(const std::string& body) {
+  Result<PreemptionArgs> args = decodePreemptionArgs(body);
+  if (!args.isOk()) return badRequest(args.status().message());
+  auto kept = scheduler_.preempt(args.value().pod, args.value().victims);
+  return ok(encodePreemptionResult(kept, args.value().pdb_violations));
+}
+
+void ExtenderHandler::record(const std::string& verb, const std::string& body) {
+  std::error_code ec;
+  std::filesystem::create_directories(options_.record_dir, ec);
+  char name[64];
+  std::snprintf(name, sizeof name, "%s-%06llu.json", verb.c_str(),
+                static_cast<unsigned long long>(++record_seq_));
+  std::ofstream out(options_.record_dir + "/" + name, std::ios::binary);
+  out << body;
+  if (!out) logger_.warn("could not record request", {{"dir", options_.record_dir}});
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct ExtenderServer::Impl {
+  std::string host;
+  int port;
+  ExtenderHandler& handler;
+  Logger& logger;
+  std::unique_ptr<web::http::experimental::listener::http_listener> listener;
+};
+
+ExtenderServer::ExtenderServer(std::string host, int port, ExtenderHandler& handler, Logger& logger)
+    : impl_(std::make_unique<Impl>(Impl{std::move(host), port, handler, logger, nullptr})) {}
+
+ExtenderServer::~ExtenderServer() { stop(); }
+
+std::string ExtenderServer::url() const {
+  return "http://" + impl_->host + ":" + std::to_string(impl_->port);
+}
+
+Status ExtenderServer::start() {
+  using web::http::http_request;
+  using web::http::status_code;
+  try {
+    impl_->listener = std::make_unique<web::http::experimental::listener::http_listener>(url());
+    Impl* impl = impl_.get();
+    impl_->listener->support([impl](http_request request) {
+      const size_t limit = impl->handler.maxBodyBytes();
+      const auto length = request.headers().content_length();
+      std::string method = request.method();
+      std::string path = request.relative_uri().to_string();
+      auto reply = [request](const HttpResponse& r) mutable {
+        web::http::http_response response(static_cast<status_code>(r.status));
+        response.set_body(r.body, r.content_type);
+        request.reply(response).then([](pplx::task<void> t) {
+          try {
+            t.get();
+          } catch (...) {  // the client went away; nothing to do
+          }
+        });
+      };
+      if (length > limit) {
+        reply(impl->handler.handle(method, path, std::string(limit + 1, ' ')));
+        return;
+      }
+      request.extract_vector().then([impl, method, path, reply](pplx::task<std::vector<unsigned char>> t) mutable {
+        std::string body;
+        try {
+          std::vector<unsigned char> bytes = t.get();
+          body.assign(bytes.begin(), bytes.end());
+        } catch (const std::exception& e) {
+          reply(HttpResponse{400, encodeHttpError(std::string("could not read the request body: ") + e.what()),
+                             "application/json"});
+          return;
+        }
+        reply(impl->handler.handle(method, path, body));
+      });
+    });
+    impl_->listener->open().wait();
+  } catch (const std::exception& e) {
+    impl_->listener.reset();
+    return unavailable("cannot listen on " + url() + ": " + e.what() +
+                       " (is the port in use? choose another with --listen HOST:PORT)");
+  }
+  return Status::ok();
+}
+
+void ExtenderServer::stop() {
+  if (!impl_ || !impl_->listener) return;
+  try {
+    impl_->listener->close().wait();
+  } catch (...) {
+  }
+  impl_->listener.reset();
+}
+
+Result<std::pair<std::string, int>> parseListenAddress(const std::string& text) {
+  size_t colon = text.rfind(':');
+  auto bad = [&] {
+    return invalidArgument("--listen \"" + text + "\" must be HOST:PORT, e.g. 127.0.0.1:8888 or 0.0.0.0:8888");
+  };
+  if (colon == std::string::npos || colon == 0) return bad();
+  std::string host = text.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  int port = 0;
+  try {
+    size_t used = 0;
+    port = std::stoi(text.substr(colon + 1), &used);
+    if (used != text.size() - colon - 1) return bad();
+  } catch (...) {
+    return bad();
+  }
+  if (port < 1 || port > 65535) return bad();
+  return std::make_pair(host, port);
+}
+
+}  // namespace troupe::http

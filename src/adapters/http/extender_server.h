@@ -1,0 +1,83 @@
+// The HTTP face of Troupe: kube-scheduler's extender verbs plus health and metrics.
+//
+//   POST /filter /prioritize /bind /preempt   (kube-scheduler's urlPrefix is http://HOST:PORT)
+//   GET  /healthz   the process answers
+//   GET  /readyz    the model is usable (standalone: always; with a cluster watch: synced)
+//   GET  /metrics   Prometheus text format
+//
+// ExtenderHandler turns (method, path, body) into a response and is tested without sockets;
+// ExtenderServer puts it on a cpprestsdk listener. Logical failures are HTTP 200 with the
+// protocol's Error field; malformed bodies are 400 with {"error": "..."} naming the problem;
+// bodies over the limit are 413. The handler never throws.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "adapters/http/logger.h"
+#include "adapters/metrics/metrics.h"
+#include "troupe/common/status.h"
+#include "troupe/sched/scheduler.h"
+
+namespace troupe::http {
+
+struct HttpResponse {
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+};
+
+struct HandlerOptions {
+  size_t max_body_bytes = 64 << 20;  // a 5,000-node full NodeList is ~20 MiB
+  std::string record_dir;             // when set, every extender request body is saved here
+};
+
+class ExtenderHandler {
+ public:
+  ExtenderHandler(HandlerOptions options, sched::Scheduler& scheduler, metrics::Metrics& metrics,
+                  Logger& logger);
+
+  HttpResponse handle(const std::string& method, const std::string& path, const std::string& body);
+  // Readiness is decided by whoever owns the model (e.g. a cluster watch after its first sync).
+  void setReady(bool ready) { ready_.store(ready); }
+  bool ready() const { return ready_.load(); }
+  size_t maxBodyBytes() const { return options_.max_body_bytes; }
+
+ private:
+  HttpResponse filter(const std::string& body);
+  HttpResponse prioritize(const std::string& body);
+  HttpResponse bind(const std::string& body);
+  HttpResponse preempt(const std::string& body);
+  void record(const std::string& verb, const std::string& body);
+
+  HandlerOptions options_;
+  sched::Scheduler& scheduler_;
+  metrics::Metrics& metrics_;
+  Logger& logger_;
+  std::atomic<bool> ready_{true};
+  std::atomic<uint64_t> record_seq_{0};
+};
+
+class ExtenderServer {
+ public:
+  ExtenderServer(std::string host, int port, ExtenderHandler& handler, Logger& logger);
+  ~ExtenderServer();
+  ExtenderServer(const ExtenderServer&) = delete;
+  ExtenderServer& operator=(const ExtenderServer&) = delete;
+
+  // Starts listening; fails with a message naming the address when the port is taken.
+  Status start();
+  void stop();
+  std::string url() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Splits "HOST:PORT" ("[::1]:8888" for IPv6); error names the flag value.
+Result<std::pair<std::string, int>> parseListenAddress(const std::string& text);
+
+}  // namespace troupe::http

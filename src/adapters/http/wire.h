@@ -1,0 +1,75 @@
+// The kube-scheduler extender wire format (k8s.io/kube-scheduler/extender/v1), decoded into
+// the core's types and encoded back, byte-compatible with what kube-scheduler expects:
+// Go field names, every field present (null when empty), integer scores, and input keys
+// matched case-insensitively as Go's decoder does. See docs/extender-protocol.md.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "troupe/common/status.h"
+#include "troupe/model/node.h"
+#include "troupe/sched/pod_request.h"
+#include "troupe/sched/scheduler.h"
+
+namespace troupe::http {
+
+// Insertion-ordered: output keeps Go's struct field order, and node objects we return keep
+// the order they came in, so bodies match kube-scheduler's own bytes.
+using Json = nlohmann::ordered_json;
+using OrderedJson = Json;
+
+// The member of `object` named `name`: an exact match first, else a case-insensitive one
+// (Go's rule). nullptr when absent or when `object` is not an object.
+const Json* field(const Json& object, std::string_view name);
+
+Result<sched::PodFacts> podFromJson(const Json& pod);
+Result<model::NodeFacts> nodeFromJson(const Json& node);
+
+// ExtenderArgs: the filter and prioritize request.
+struct ExtenderArgs {
+  sched::PodFacts pod;
+  bool node_cache_mode = true;                 // NodeNames given (true) or a full NodeList
+  std::vector<std::string> node_names;         // in both modes: the candidates, in order
+  std::vector<model::NodeFacts> nodes;         // full mode only
+  std::vector<Json> node_objects;              // full mode only: the objects as received
+};
+Result<ExtenderArgs> decodeExtenderArgs(std::string_view body);
+
+// ExtenderFilterResult. In cache mode the survivors go in NodeNames; in full mode the
+// received node objects of the survivors go in Nodes.
+std::string encodeFilterResult(const ExtenderArgs& args, const sched::FilterResult& result);
+std::string encodeFilterError(const std::string& message);
+
+// HostPriorityList: a bare array.
+std::string encodeHostPriorityList(const std::vector<sched::HostScore>& scores);
+
+struct BindingArgs {
+  std::string pod_name;
+  std::string pod_namespace;
+  std::string pod_uid;
+  std::string node;
+};
+Result<BindingArgs> decodeBindingArgs(std::string_view body);
+std::string encodeBindingResult(const std::string& error);
+
+struct PreemptionArgs {
+  sched::PodFacts pod;
+  bool meta = true;  // victims came as UIDs (cache mode) or as full pods
+  std::map<std::string, std::vector<std::string>> victims;  // node -> victim UIDs, in order
+  std::map<std::string, int64_t> pdb_violations;            // node -> NumPDBViolations
+};
+Result<PreemptionArgs> decodePreemptionArgs(std::string_view body);
+// Always NodeNameToMetaVictims (UIDs), in both modes, as kube-scheduler requires.
+std::string encodePreemptionResult(const std::map<std::string, std::vector<std::string>>& victims,
+                                   const std::map<std::string, int64_t>& pdb_violations);
+
+// The JSON error body of a 4xx answer: {"error": "..."}.
+std::string encodeHttpError(const std::string& message);
+
+}  // namespace troupe::http

@@ -1,0 +1,107 @@
+#include "adapters/metrics/metrics.h"
+
+#include <prometheus/text_serializer.h>
+
+namespace troupe::metrics {
+namespace {
+
+prometheus::Histogram::BucketBoundaries latencyBuckets() {
+  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+}
+
+}  // namespace
+
+Metrics::Metrics(const std::string& version)
+    : registry_(std::make_shared<prometheus::Registry>()),
+      request_duration_(prometheus::BuildHistogram()
+                            .Name("troupe_extender_request_duration_seconds")
+                            .Help("Time Troupe spent answering one kube-scheduler extender call, by verb.")
+                            .Register(*registry_)),
+      requests_(prometheus::BuildCounter()
+                    .Name("troupe_extender_requests_total")
+                    .Help("Extender calls answered, by verb and outcome (ok, error, bad_request).")
+                    .Register(*registry_)),
+      rejections_(prometheus::BuildCounter()
+                      .Name("troupe_filter_rejections_total")
+                      .Help("Nodes rejected by Troupe's filter, by reason category.")
+                      .Register(*registry_)),
+      placements_(prometheus::BuildCounter()
+                      .Name("troupe_pods_placed_total")
+                      .Help("Pods whose GPUs Troupe assigned, by whether the GPU set is the best-connected possible.")
+                      .Register(*registry_)),
+      topology_quality_(prometheus::BuildHistogram()
+                            .Name("troupe_placement_topology_quality_ratio")
+                            .Help("Bottleneck bandwidth of the assigned GPU set relative to the best the node allows (1 = best).")
+                            .Register(*registry_)),
+      gpus_(prometheus::BuildGauge()
+                .Name("troupe_gpus")
+                .Help("GPUs in Troupe's model, by product and state (total, allocated, shared, free).")
+                .Register(*registry_)),
+      nodes_(prometheus::BuildGauge()
+                 .Name("troupe_nodes")
+                 .Help("GPU nodes in Troupe's model, by product.")
+                 .Register(*registry_)),
+      fragmented_(prometheus::BuildGauge()
+                      .Name("troupe_fragmented_gpus")
+                      .Help("Free GPUs stranded on nodes with fewer free GPUs than the node's largest power-of-two request size.")
+                      .Register(*registry_)
+                      .Add({})),
+      pending_(prometheus::BuildGauge()
+                   .Name("troupe_pending_pods")
+                   .Help("Pods filtered by Troupe and not yet bound.")
+                   .Register(*registry_)
+                   .Add({})),
+      pods_(prometheus::BuildGauge()
+                .Name("troupe_gpu_pods")
+                .Help("Pods holding GPUs in Troupe's model.")
+                .Register(*registry_)
+                .Add({})) {
+  prometheus::BuildGauge()
+      .Name("troupe_build_info")
+      .Help("Troupe's version; always 1.")
+      .Register(*registry_)
+      .Add({{"version", version}})
+      .Set(1);
+  for (const char* verb : {"filter", "prioritize", "bind", "preempt"}) {
+    request_duration_.Add({{"verb", verb}}, latencyBuckets());
+    requests_.Add({{"verb", verb}, {"outcome", "ok"}});
+  }
+}
+
+void Metrics::observeRequest(const std::string& verb, const std::string& outcome, double seconds) {
+  request_duration_.Add({{"verb", verb}}, latencyBuckets()).Observe(seconds);
+  requests_.Add({{"verb", verb}, {"outcome", outcome}}).Increment();
+}
+
+void Metrics::countRejections(const std::map<std::string, int>& categories) {
+  for (const auto& [category, count] : categories) {
+    rejections_.Add({{"category", category}}).Increment(count);
+  }
+}
+
+void Metrics::observePlacement(double topology_quality, bool best_possible) {
+  placements_.Add({{"topology", best_possible ? "best" : "degraded"}}).Increment();
+  topology_quality_.Add({}, prometheus::Histogram::BucketBoundaries{0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0})
+      .Observe(topology_quality);
+}
+
+void Metrics::refreshCluster(const sched::ClusterSummary& s) {
+  std::lock_guard lock(cluster_mu_);
+  for (const sched::ClusterSummary::Row& r : s.by_product) {
+    const double allocated = static_cast<double>(r.used_milli) / 1000.0;
+    gpus_.Add({{"product", r.product}, {"state", "total"}}).Set(r.gpus);
+    gpus_.Add({{"product", r.product}, {"state", "allocated"}}).Set(allocated);
+    gpus_.Add({{"product", r.product}, {"state", "shared"}}).Set(r.shared_gpus);
+    gpus_.Add({{"product", r.product}, {"state", "free"}}).Set(r.whole_free);
+    nodes_.Add({{"product", r.product}}).Set(r.nodes);
+  }
+  fragmented_.Set(s.fragmented_gpus);
+  pending_.Set(s.pending);
+  pods_.Set(s.pods);
+}
+
+std::string Metrics::serialize() {
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+}  // namespace troupe::metrics

@@ -1,0 +1,204 @@
+#include "adapters/yaml/config.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+namespace troupe::config {
+namespace {
+
+// Errors carry "FILE:LINE: KEY: problem" so an editor can jump there.
+struct Where {
+  std::string file;
+  Status at(const YAML::Node& node, const std::string& key, const std::string& problem) const {
+    int line = node.Mark().line >= 0 ? node.Mark().line + 1 : 0;
+    return invalidArgument(file + ":" + std::to_string(line) + ": " + key + ": " + problem);
+  }
+};
+
+Status checkKeys(const Where& w, const YAML::Node& map, const std::string& path,
+                 const std::set<std::string>& allowed) {
+  if (!map.IsMap()) return w.at(map, path, "must be a mapping");
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    std::string key = it->first.as<std::string>();
+    if (!allowed.count(key)) {
+      std::string list;
+      for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      return w.at(it->first, path.empty() ? key : path + "." + key, "unknown key; expected one of " + list);
+    }
+  }
+  return Status::ok();
+}
+
+template <typename T>
+Result<T> scalar(const Where& w, const YAML::Node& node, const std::string& key, const char* expected) {
+  if (!node.IsScalar()) return w.at(node, key, std::string("must be ") + expected);
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    return w.at(node, key, std::string("must be ") + expected + ", got \"" + node.Scalar() + "\"");
+  }
+}
+
+Result<std::string> readAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return notFound("cannot read " + path + ": no such file or not readable");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result<YAML::Node> parseYaml(const std::string& text, const std::string& source) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    return invalidArgument(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  }
+}
+
+Result<model::StringMap> stringMap(const Where& w, const YAML::Node& node, const std::string& key) {
+  model::StringMap out;
+  if (!node || node.IsNull()) return out;
+  if (!node.IsMap()) return w.at(node, key, "must be a mapping of strings");
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (!it->second.IsScalar()) {
+      return w.at(it->second, key + "." + it->first.as<std::string>(), "must be a string");
+    }
+    out[it->first.as<std::string>()] = it->second.Scalar();
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<ServeConfig> parseServeConfig(const std::string& text, const std::string& source) {
+  Result<YAML::Node> doc = parseYaml(text, source);
+  if (!doc.isOk()) return doc.status();
+  ServeConfig c;
+  const YAML::Node& root = doc.value();
+  if (root.IsNull()) return c;
+  Where w{source};
+  if (Status s = checkKeys(w, root, "", {"listen", "maxBodyBytes", "logLevel", "policy"}); !s.isOk()) return s;
+  if (root["listen"]) {
+    Result<std::string> v = scalar<std::string>(w, root["listen"], "listen", "HOST:PORT");
+    if (!v.isOk()) return v.status();
+    c.listen = v.value();
+  }
+  if (root["maxBodyBytes"]) {
+    Result<int64_t> v = scalar<int64_t>(w, root["maxBodyBytes"], "maxBodyBytes", "a number of bytes");
+    if (!v.isOk()) return v.status();
+    if (v.value() < 1024) return w.at(root["maxBodyBytes"], "maxBodyBytes", "must be at least 1024");
+    c.max_body_bytes = static_cast<size_t>(v.value());
+  }
+  if (root["logLevel"]) {
+    Result<std::string> v = scalar<std::string>(w, root["logLevel"], "logLevel", "debug, info, warn or error");
+    if (!v.isOk()) return v.status();
+    if (v.value() != "debug" && v.value() != "info" && v.value() != "warn" && v.value() != "error") {
+      return w.at(root["logLevel"], "logLevel", "must be debug, info, warn or error");
+    }
+    c.log_level = v.value();
+  }
+  if (const YAML::Node policy = root["policy"]) {
+    if (Status s = checkKeys(w, policy, "policy", {"name", "weights"}); !s.isOk()) return s;
+    if (policy["name"]) {
+      Result<std::string> v = scalar<std::string>(w, policy["name"], "policy.name", "a policy name");
+      if (!v.isOk()) return v.status();
+      Result<sched::PolicyKind> kind = sched::parsePolicy(v.value());
+      if (!kind.isOk()) return w.at(policy["name"], "policy.name", kind.status().message());
+      c.policy.kind = kind.value();
+    }
+    if (const YAML::Node weights = policy["weights"]) {
+      if (Status s = checkKeys(w, weights, "policy.weights", {"pack", "topology", "domains"}); !s.isOk()) return s;
+      for (auto [key, target] : {std::pair{"pack", &c.policy.pack_weight},
+                                 {"topology", &c.policy.topology_weight},
+                                 {"domains", &c.policy.domain_weight}}) {
+        if (!weights[key]) continue;
+        Result<double> v = scalar<double>(w, weights[key], std::string("policy.weights.") + key, "a number >= 0");
+        if (!v.isOk()) return v.status();
+        *target = v.value();
+      }
+      std::vector<std::string> errors = sched::validatePolicy(c.policy);
+      if (!errors.empty()) return w.at(weights, "policy.weights", errors.front());
+    }
+  }
+  return c;
+}
+
+Result<ServeConfig> loadServeConfig(const std::string& path) {
+  Result<std::string> text = readAll(path);
+  if (!text.isOk()) return text.status();
+  return parseServeConfig(text.value(), path);
+}
+
+Result<std::vector<model::NodeFacts>> parseCluster(const std::string& text, const std::string& source) {
+  Result<YAML::Node> doc = parseYaml(text, source);
+  if (!doc.isOk()) return doc.status();
+  Where w{source};
+  const YAML::Node& root = doc.value();
+  if (!root.IsMap()) return w.at(root, "nodes", "the file must be a mapping with a 'nodes' list");
+  if (Status s = checkKeys(w, root, "", {"nodes"}); !s.isOk()) return s;
+  const YAML::Node nodes = root["nodes"];
+  if (!nodes || !nodes.IsSequence()) return w.at(root, "nodes", "must be a list of nodes");
+  std::vector<model::NodeFacts> out;
+  std::set<std::string> names;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const YAML::Node n = nodes[i];
+    const std::string key = "nodes[" + std::to_string(i) + "]";
+    if (Status s = checkKeys(w, n, key, {"name", "gpus", "labels", "annotations", "cpu", "memory", "pods", "replicas", "unschedulable"});
+        !s.isOk()) {
+      return s;
+    }
+    model::NodeFacts f;
+    if (!n["name"]) return w.at(n, key + ".name", "is required");
+    Result<std::string> name = scalar<std::string>(w, n["name"], key + ".name", "a node name");
+    if (!name.isOk()) return name.status();
+    if (n["gpus"]) {
+      Result<int> g = scalar<int>(w, n["gpus"], key + ".gpus", "a whole number of GPUs (0-64)");
+      if (!g.isOk()) return g.status();
+      if (g.value() < 0 || g.value() > 64) return w.at(n["gpus"], key + ".gpus", "must be 0 to 64");
+      f.allocatable_gpus = std::to_string(g.value());
+    }
+    Result<model::StringMap> labels = stringMap(w, n["labels"], key + ".labels");
+    if (!labels.isOk()) return labels.status();
+    f.labels = labels.value();
+    Result<model::StringMap> annotations = stringMap(w, n["annotations"], key + ".annotations");
+    if (!annotations.isOk()) return annotations.status();
+    f.annotations = annotations.value();
+    for (auto [k, target] : {std::pair{"cpu", &f.cpu}, {"memory", &f.memory}, {"pods", &f.pods}}) {
+      if (!n[k]) continue;
+      Result<std::string> v = scalar<std::string>(w, n[k], key + "." + k, "a Kubernetes quantity");
+      if (!v.isOk()) return v.status();
+      *target = v.value();
+    }
+    if (n["unschedulable"]) {
+      Result<bool> u = scalar<bool>(w, n["unschedulable"], key + ".unschedulable", "true or false");
+      if (!u.isOk()) return u.status();
+      f.unschedulable = u.value();
+    }
+    int replicas = 1;
+    if (n["replicas"]) {
+      Result<int> r = scalar<int>(w, n["replicas"], key + ".replicas", "a whole number >= 1");
+      if (!r.isOk()) return r.status();
+      if (r.value() < 1 || r.value() > 100000) return w.at(n["replicas"], key + ".replicas", "must be 1 to 100000");
+      replicas = r.value();
+    }
+    for (int r = 0; r < replicas; ++r) {
+      model::NodeFacts copy = f;
+      copy.name = replicas == 1 ? name.value() : name.value() + "-" + std::to_string(r);
+      if (!names.insert(copy.name).second) return w.at(n["name"], key + ".name", "node " + copy.name + " is listed twice");
+      copy.labels["kubernetes.io/hostname"] = copy.name;
+      out.push_back(std::move(copy));
+    }
+  }
+  return out;
+}
+
+Result<std::vector<model::NodeFacts>> loadCluster(const std::string& path) {
+  Result<std::string> text = readAll(path);
+  if (!text.isOk()) return text.status();
+  return parseCluster(text.value(), path);
+}
+
+}  // namespace troupe::config

@@ -1,0 +1,47 @@
+// Troupe's YAML files, read with yaml-cpp into the core's types.
+//
+// Config (--config), every key optional:
+//   listen: 127.0.0.1:8888          # overridden by --listen
+//   maxBodyBytes: 67108864          # larger extender requests get HTTP 413
+//   logLevel: info                  # debug | info | warn | error
+//   policy:
+//     name: troupe                  # troupe | binpack | spread
+//     weights: {pack: 0.5, topology: 0.3, domains: 0.2}
+//
+// Cluster (--cluster), the nodes of standalone mode:
+//   nodes:
+//     - name: h100-0
+//       gpus: 8                     # allocatable nvidia.com/gpu
+//       labels: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3, nvidia.com/gpu.memory: "81559"}
+//       annotations: {}             # e.g. troupe.dev/gpu-topology
+//       cpu: "96"                   # optional; tracked only when given
+//       memory: 1Ti
+//       pods: 110
+//       replicas: 4                 # optional: h100-0 .. h100-3 from one entry
+//
+// Unknown keys are errors. Every error names the file, the line and the key.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "troupe/common/status.h"
+#include "troupe/model/node.h"
+#include "troupe/sched/policy.h"
+
+namespace troupe::config {
+
+struct ServeConfig {
+  std::string listen = "127.0.0.1:8888";
+  size_t max_body_bytes = 64 << 20;
+  std::string log_level = "info";
+  sched::PolicyConfig policy;
+};
+
+Result<ServeConfig> loadServeConfig(const std::string& path);
+Result<ServeConfig> parseServeConfig(const std::string& text, const std::string& source_name);
+
+Result<std::vector<model::NodeFacts>> loadCluster(const std::string& path);
+Result<std::vector<model::NodeFacts>> parseCluster(const std::string& text, const std::string& source_name);
+
+}  // namespace troupe::config

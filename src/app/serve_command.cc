@@ -1,0 +1,141 @@
+// troupe serve: wires config, the scheduling core, metrics and the HTTP server together.
+#include <pthread.h>
+#include <signal.h>
+
+#include <iostream>
+#include <map>
+#include <optional>
+
+#include "adapters/http/extender_server.h"
+#include "adapters/http/logger.h"
+#include "adapters/metrics/metrics.h"
+#include "adapters/yaml/config.h"
+#include "app/commands.h"
+#include "troupe/sched/scheduler.h"
+
+namespace troupe::app {
+
+const char* const kServeHelp = R"(troupe serve - run the kube-scheduler extender
+
+Usage:
+  troupe serve [--listen HOST:PORT] [--config FILE] [--cluster FILE] [flags]
+
+Flags:
+  --listen HOST:PORT   where to listen (default 127.0.0.1:8888, or 'listen' in --config).
+                       kube-scheduler's extender urlPrefix is then http://HOST:PORT with
+                       filterVerb: filter, prioritizeVerb: prioritize, bindVerb: bind,
+                       preemptVerb: preempt.
+  --config FILE        YAML: listen, maxBodyBytes, logLevel, policy {name, weights}.
+                       See examples/config.yaml.
+  --cluster FILE       YAML list of nodes for standalone mode (no Kubernetes API), e.g.
+                       examples/cluster.yaml. Without it Troupe learns nodes from full-node
+                       filter requests (nodeCacheCapable: false).
+  --record-dir DIR     save every extender request body under DIR (to capture what a real
+                       kube-scheduler sends)
+  --log-level LEVEL    debug | info | warn | error (default info); logs are JSON lines on stderr
+  -h, --help           this text
+
+Endpoints: POST /filter /prioritize /bind /preempt, GET /healthz /readyz /metrics.
+Stop with SIGINT or SIGTERM.
+)";
+
+namespace {
+
+struct ServeFlags {
+  std::optional<std::string> listen;
+  std::optional<std::string> config;
+  std::optional<std::string> cluster;
+  std::optional<std::string> record_dir;
+  std::optional<std::string> log_level;
+};
+
+int usage(const std::string& message) {
+  std::cerr << "troupe serve: " << message << "\nRun 'troupe help serve' for the flags.\n";
+  return 2;
+}
+
+}  // namespace
+
+int serveCommand(const std::vector<std::string>& args) {
+  ServeFlags flags;
+  const std::map<std::string, std::optional<std::string>*> valued = {
+      {"--listen", &flags.listen}, {"--config", &flags.config}, {"--cluster", &flags.cluster},
+      {"--record-dir", &flags.record_dir}, {"--log-level", &flags.log_level}};
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i];
+    if (arg == "-h" || arg == "--help") {
+      std::cout << kServeHelp;
+      return 0;
+    }
+    std::string value;
+    bool has_value = false;
+    if (size_t eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_value = true;
+    }
+    auto it = valued.find(arg);
+    if (it == valued.end()) return usage("unknown flag \"" + arg + "\"");
+    if (!has_value) {
+      if (i + 1 >= args.size()) return usage(arg + " needs a value");
+      value = args[++i];
+    }
+    *it->second = value;
+  }
+
+  config::ServeConfig cfg;
+  if (flags.config) {
+    Result<config::ServeConfig> loaded = config::loadServeConfig(*flags.config);
+    if (!loaded.isOk()) return usage(loaded.status().message());
+    cfg = loaded.value();
+  }
+  if (flags.listen) cfg.listen = *flags.listen;
+  if (flags.log_level) cfg.log_level = *flags.log_level;
+  http::LogLevel level = http::LogLevel::kInfo;
+  if (!http::parseLogLevel(cfg.log_level, &level)) {
+    return usage("--log-level \"" + cfg.log_level + "\" must be debug, info, warn or error");
+  }
+  Result<std::pair<std::string, int>> address = http::parseListenAddress(cfg.listen);
+  if (!address.isOk()) return usage(address.status().message());
+
+  http::Logger logger(std::cerr, level);
+  sched::SchedulerConfig sched_config;
+  sched_config.policy = cfg.policy;
+  sched::Scheduler scheduler(sched_config);
+  if (flags.cluster) {
+    Result<std::vector<model::NodeFacts>> nodes = config::loadCluster(*flags.cluster);
+    if (!nodes.isOk()) return usage(nodes.status().message());
+    for (const model::NodeFacts& n : nodes.value()) {
+      if (Status s = scheduler.upsertNode(n); !s.isOk()) return usage(*flags.cluster + ": " + s.message());
+    }
+  }
+
+  // Block the stop signals before any thread starts, so only sigwait below sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  metrics::Metrics metrics(TROUPE_VERSION);
+  http::HandlerOptions options;
+  options.max_body_bytes = cfg.max_body_bytes;
+  options.record_dir = flags.record_dir.value_or("");
+  http::ExtenderHandler handler(options, scheduler, metrics, logger);
+  http::ExtenderServer server(address.value().first, address.value().second, handler, logger);
+  if (Status s = server.start(); !s.isOk()) {
+    logger.error("cannot start", {{"error", s.message()}});
+    return 1;
+  }
+  logger.info("serving", {{"url", server.url()},
+                          {"nodes", std::to_string(scheduler.nodeCount())},
+                          {"policy", sched::policyName(cfg.policy.kind)},
+                          {"mode", flags.cluster ? "standalone (--cluster)" : "learn nodes from requests"}});
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  logger.info("stopping", {{"signal", std::to_string(signal_number)}});
+  server.stop();
+  return 0;
+}
+
+}  // namespace troupe::app

@@ -1,0 +1,180 @@
+#include "troupe/sched/pod_request.h"
+
+#include <algorithm>
+#include <set>
+
+#include "troupe/common/quantity.h"
+#include "troupe/common/strings.h"
+
+namespace troupe::sched {
+namespace {
+
+const std::string* annotationOrLabel(const PodFacts& pod, const char* key) {
+  if (auto it = pod.annotations.find(key); it != pod.annotations.end()) return &it->second;
+  if (auto it = pod.labels.find(key); it != pod.labels.end()) return &it->second;
+  return nullptr;
+}
+
+Status badAnnotation(const char* key, const std::string& value, const std::string& expected) {
+  return invalidArgument("annotation " + std::string(key) + "=\"" + value + "\" is invalid: " +
+                         expected);
+}
+
+// A container's demand for one resource: requests win, limits stand in (Kubernetes copies
+// limits to requests for extended resources).
+Result<int64_t> containerMilli(const ContainerResources& c, const std::string& resource,
+                               const std::string& where) {
+  const std::string* text = nullptr;
+  if (auto req = c.requests.find(resource); req != c.requests.end()) {
+    text = &req->second;
+  } else if (auto lim = c.limits.find(resource); lim != c.limits.end()) {
+    text = &lim->second;
+  }
+  if (!text) return int64_t{0};
+  Result<int64_t> v = parseQuantityMilli(*text);
+  if (!v.isOk()) return invalidArgument(where + " " + resource + ": " + v.status().message());
+  if (v.value() < 0) {
+    return invalidArgument(where + " " + resource + "=\"" + *text + "\" must not be negative");
+  }
+  return v;
+}
+
+// Kubernetes' effective request: app containers and sidecars add up; a plain init container
+// runs alone, so the pod needs the larger of that sum and each init container (plus the
+// sidecars started before it).
+Result<int64_t> effectiveMilli(const PodFacts& pod, const std::string& resource) {
+  int64_t app = 0;
+  for (size_t i = 0; i < pod.containers.size(); ++i) {
+    Result<int64_t> v = containerMilli(pod.containers[i], resource, "container " + std::to_string(i));
+    if (!v.isOk()) return v;
+    app += v.value();
+  }
+  int64_t sidecars = 0;
+  int64_t init_peak = 0;
+  for (size_t i = 0; i < pod.init_containers.size(); ++i) {
+    Result<int64_t> v =
+        containerMilli(pod.init_containers[i], resource, "init container " + std::to_string(i));
+    if (!v.isOk()) return v;
+    if (pod.init_containers[i].restartable_init) {
+      sidecars += v.value();
+      init_peak = std::max(init_peak, sidecars);
+    } else {
+      init_peak = std::max(init_peak, sidecars + v.value());
+    }
+  }
+  return std::max(app + sidecars, init_peak);
+}
+
+}  // namespace
+
+const char* topologyModeName(TopologyMode mode) {
+  switch (mode) {
+    case TopologyMode::kPreferred: return "preferred";
+    case TopologyMode::kNVLink: return "nvlink";
+    case TopologyMode::kNone: return "none";
+  }
+  return "?";
+}
+
+Result<GpuRequest> parseGpuRequest(const PodFacts& pod) {
+  GpuRequest req;
+  Result<int64_t> gpu_milli = effectiveMilli(pod, "nvidia.com/gpu");
+  if (!gpu_milli.isOk()) return gpu_milli.status();
+  if (gpu_milli.value() % 1000 != 0) {
+    return invalidArgument("resource nvidia.com/gpu=" + std::to_string(gpu_milli.value()) +
+                           "m must be a whole number of GPUs; for a share of one GPU, drop it "
+                           "and set annotation troupe.dev/gpu-milli (1-1000)");
+  }
+  if (gpu_milli.value() > 64000) {
+    return invalidArgument("resource nvidia.com/gpu=" + std::to_string(gpu_milli.value() / 1000) +
+                           " is more than any node has (64 at most)");
+  }
+  req.gpus = static_cast<int>(gpu_milli.value() / 1000);
+
+  if (const std::string* milli = annotationOrLabel(pod, kAnnotationGpuMilli)) {
+    int64_t m = 0;
+    try {
+      size_t used = 0;
+      m = std::stoll(*milli, &used);
+      if (used != milli->size()) m = -1;
+    } catch (...) {
+      m = -1;
+    }
+    if (m < 1 || m > 1000) {
+      return badAnnotation(kAnnotationGpuMilli, *milli,
+                           "expected thousandths of one GPU, a whole number from 1 to 1000 "
+                           "(500 = half a GPU)");
+    }
+    if (req.gpus > 0) {
+      return badAnnotation(kAnnotationGpuMilli, *milli,
+                           "it is for pods that share one GPU, but the pod also requests "
+                           "nvidia.com/gpu=" + std::to_string(req.gpus) +
+                           "; remove one of the two");
+    }
+    req.gpus = 1;
+    req.milli_per_gpu = m;
+  }
+
+  if (const std::string* models = annotationOrLabel(pod, kAnnotationGpuModel)) {
+    req.models = splitList(*models, ',');
+    if (req.models.empty()) {
+      return badAnnotation(kAnnotationGpuModel, *models,
+                           "expected comma-separated GPU products as in the node label "
+                           "nvidia.com/gpu.product, e.g. \"NVIDIA-H100-80GB-HBM3,NVIDIA-H200\"");
+    }
+  }
+  if (const std::string* memory = annotationOrLabel(pod, kAnnotationGpuMemory)) {
+    Result<int64_t> bytes = parseQuantityValue(*memory);
+    if (!bytes.isOk() || bytes.value() <= 0) {
+      return badAnnotation(kAnnotationGpuMemory, *memory,
+                           "expected the minimum memory per GPU as a Kubernetes quantity, "
+                           "e.g. \"40Gi\" or \"80G\"");
+    }
+    req.min_memory_bytes = bytes.value();
+  }
+  if (const std::string* topology = annotationOrLabel(pod, kAnnotationGpuTopology)) {
+    std::string t(trim(*topology));
+    if (equalsIgnoreCase(t, "nvlink")) req.topology = TopologyMode::kNVLink;
+    else if (equalsIgnoreCase(t, "preferred")) req.topology = TopologyMode::kPreferred;
+    else if (equalsIgnoreCase(t, "none")) req.topology = TopologyMode::kNone;
+    else {
+      return badAnnotation(kAnnotationGpuTopology, *topology,
+                           "expected one of nvlink (all GPUs in one NVLink domain), preferred "
+                           "(default: best-connected GPUs score highest) or none");
+    }
+  }
+  Result<int64_t> cpu = effectiveMilli(pod, "cpu");
+  if (!cpu.isOk()) return cpu.status();
+  req.cpu_milli = cpu.value();
+  Result<int64_t> mem = effectiveMilli(pod, "memory");
+  if (!mem.isOk()) return mem.status();
+  req.memory_bytes = (mem.value() + 999) / 1000;
+  return req;
+}
+
+Result<std::vector<int>> parseGpuAssignment(const std::string& text) {
+  std::vector<int> gpus;
+  std::set<int> seen;
+  for (const std::string& part : splitList(text, ',')) {
+    int g = -1;
+    try {
+      size_t used = 0;
+      g = std::stoi(part, &used);
+      if (used != part.size()) g = -1;
+    } catch (...) {
+      g = -1;
+    }
+    if (g < 0 || g > 63 || !seen.insert(g).second) {
+      return invalidArgument("annotation troupe.dev/gpus=\"" + text +
+                             "\" is invalid: expected distinct GPU indices 0-63 separated by "
+                             "commas, e.g. \"0,1,2,3\"");
+    }
+    gpus.push_back(g);
+  }
+  if (gpus.empty()) {
+    return invalidArgument("annotation troupe.dev/gpus=\"" + text + "\" lists no GPU index");
+  }
+  return gpus;
+}
+
+}  // namespace troupe::sched

@@ -1,0 +1,340 @@
+#include "troupe/sched/scheduler.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+namespace troupe::sched {
+namespace {
+
+constexpr const char* kUnknownNode =
+    "troupe: node unknown to Troupe (no GPU facts yet; check its nvidia.com/gpu labels, or "
+    "that Troupe watches the cluster)";
+
+// A fixed pseudo-random order of nodes for breaking ties (FNV-1a of the name): like the FGD
+// artifact's seeded node order, it makes equal scores pack onto the same nodes instead of
+// scattering, and it is stable across calls and restarts.
+uint64_t tieRank(const std::string& name) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : name) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {}
+
+Status Scheduler::upsertNode(const model::NodeFacts& facts) {
+  Result<model::NodeInfo> info = model::nodeFromFacts(facts, catalog_);
+  if (!info.isOk()) return info.status();
+  std::unique_lock lock(mu_);
+  auto it = nodes_.find(facts.name);
+  if (it == nodes_.end()) {
+    nodes_.emplace(facts.name, model::NodeState(std::move(info).value()));
+  } else {
+    it->second.setInfo(std::move(info).value());
+  }
+  return Status::ok();
+}
+
+bool Scheduler::removeNode(const std::string& name) {
+  std::unique_lock lock(mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return false;
+  for (const auto& [uid, a] : it->second.allocations()) pod_node_.erase(uid);
+  nodes_.erase(it);
+  return true;
+}
+
+size_t Scheduler::nodeCount() const {
+  std::shared_lock lock(mu_);
+  return nodes_.size();
+}
+
+Status Scheduler::recordAllocation(const model::Allocation& allocation) {
+  std::unique_lock lock(mu_);
+  auto node = nodes_.find(allocation.node);
+  if (node == nodes_.end()) return notFound("node " + allocation.node + " is unknown to Troupe");
+  if (auto held = pod_node_.find(allocation.pod_uid); held != pod_node_.end()) {
+    return failedPrecondition("pod " + allocation.pod_key + " already holds GPUs on node " + held->second);
+  }
+  Status s = node->second.add(allocation);
+  if (s.isOk()) pod_node_[allocation.pod_uid] = allocation.node;
+  return s;
+}
+
+bool Scheduler::release(const std::string& pod_uid) {
+  std::unique_lock lock(mu_);
+  auto held = pod_node_.find(pod_uid);
+  if (held == pod_node_.end()) return false;
+  auto node = nodes_.find(held->second);
+  bool removed = node != nodes_.end() && node->second.remove(pod_uid);
+  pod_node_.erase(held);
+  return removed;
+}
+
+std::optional<model::Allocation> Scheduler::allocationOf(const std::string& pod_uid) const {
+  std::shared_lock lock(mu_);
+  auto held = pod_node_.find(pod_uid);
+  if (held == pod_node_.end()) return std::nullopt;
+  auto node = nodes_.find(held->second);
+  if (node == nodes_.end()) return std::nullopt;
+  const model::Allocation* a = node->second.find(pod_uid);
+  if (!a) return std::nullopt;
+  return *a;
+}
+
+void Scheduler::remember(const PodFacts& pod, const GpuRequest& req) {
+  if (pod.uid.empty()) return;
+  std::lock_guard lock(pending_mu_);
+  pending_[pod.uid] = Pending{req, pod.key(), ++pending_seq_};
+  if (pending_.size() > config_.max_pending_pods) {
+    // Forget the oldest tenth: pods that were filtered long ago and never bound.
+    std::vector<std::pair<uint64_t, std::string>> order;
+    order.reserve(pending_.size());
+    for (const auto& [uid, p] : pending_) order.emplace_back(p.seq, uid);
+    std::sort(order.begin(), order.end());
+    for (size_t i = 0; i < order.size() / 10 + 1; ++i) pending_.erase(order[i].second);
+  }
+}
+
+std::optional<Scheduler::Pending> Scheduler::pendingOf(const std::string& uid) const {
+  std::lock_guard lock(pending_mu_);
+  auto it = pending_.find(uid);
+  if (it == pending_.end()) return std::nullopt;
+  return it->second;
+}
+
+FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::string>& node_names) {
+  FilterResult out;
+  Result<GpuRequest> req = parseGpuRequest(pod);
+  if (!req.isOk()) {
+    // The pod, not the nodes, is wrong: no node will ever do, and the reason says why.
+    const std::string reason = "troupe: " + req.status().message();
+    for (const std::string& n : node_names) out.unresolvable[n] = reason;
+    out.categories["invalid-pod"] = static_cast<int>(node_names.size());
+    return out;
+  }
+  remember(pod, req.value());
+  std::shared_lock lock(mu_);
+  // Every candidate is looked up first, in a tight loop of independent lookups whose cache
+  // misses overlap (at thousands of nodes the node table no longer fits in cache and the
+  // lookups dominate), then checked in order.
+  std::vector<const model::NodeState*> found(node_names.size(), nullptr);
+  for (size_t i = 0; i < node_names.size(); ++i) {
+    if (auto it = nodes_.find(node_names[i]); it != nodes_.end()) found[i] = &it->second;
+  }
+  out.passed.reserve(node_names.size());
+  // Rejections per category are tallied by the checker's category pointer and added to the
+  // map once at the end.
+  std::vector<std::pair<const char*, int>> tally;
+  for (size_t i = 0; i < node_names.size(); ++i) {
+    const std::string& name = node_names[i];
+    if (!found[i]) {
+      out.unresolvable[name] = kUnknownNode;
+      ++out.categories["unknown-node"];
+      continue;
+    }
+    if (!req.value().wantsGpus()) {
+      out.passed.push_back(name);
+      continue;
+    }
+    NodeCheck check = checkNode(*found[i], req.value());
+    switch (check.fit) {
+      case Fit::kFits: out.passed.push_back(name); break;
+      case Fit::kBusy: out.failed[name] = std::move(check.reason); break;
+      case Fit::kNever: out.unresolvable[name] = std::move(check.reason); break;
+    }
+    if (check.fit != Fit::kFits) {
+      auto same = [&](const auto& e) { return e.first == check.category; };
+      if (auto t = std::find_if(tally.begin(), tally.end(), same); t != tally.end()) {
+        ++t->second;
+      } else {
+        tally.emplace_back(check.category, 1);
+      }
+    }
+  }
+  for (const auto& [category, count] : tally) out.categories[category] += count;
+  return out;
+}
+
+FilterResult Scheduler::filterNodes(const PodFacts& pod, const std::vector<model::NodeFacts>& nodes,
+                                    std::vector<std::string>* learn_errors) {
+  std::vector<std::string> names;
+  names.reserve(nodes.size());
+  std::map<std::string, std::string> bad;
+  for (const model::NodeFacts& facts : nodes) {
+    names.push_back(facts.name);
+    Status s = upsertNode(facts);
+    if (!s.isOk()) {
+      bad[facts.name] = "troupe: " + s.message();
+      if (learn_errors) learn_errors->push_back(s.message());
+    }
+  }
+  FilterResult out = filter(pod, names);
+  // A node whose facts are broken is reported with what is broken, not as "unknown".
+  for (auto& [name, reason] : bad) {
+    if (out.unresolvable.count(name)) out.unresolvable[name] = reason;
+  }
+  return out;
+}
+
+std::vector<HostScore> Scheduler::prioritize(const PodFacts& pod,
+                                             const std::vector<std::string>& node_names) {
+  std::vector<HostScore> out;
+  Result<GpuRequest> req = parseGpuRequest(pod);
+  if (!req.isOk()) {
+    for (const std::string& n : node_names) out.push_back({n, 0});
+    return out;
+  }
+  remember(pod, req.value());
+  struct Raw {
+    const std::string* name;
+    double score;
+    uint64_t rank;
+  };
+  std::vector<Raw> raw;
+  raw.reserve(node_names.size());
+  {
+    std::shared_lock lock(mu_);
+    // Lookups first, as in filter(): independent lookups overlap their cache misses.
+    std::vector<const model::NodeState*> found(node_names.size(), nullptr);
+    for (size_t i = 0; i < node_names.size(); ++i) {
+      if (auto it = nodes_.find(node_names[i]); it != nodes_.end()) found[i] = &it->second;
+    }
+    for (size_t i = 0; i < node_names.size(); ++i) {
+      const std::string& name = node_names[i];
+      double s = -1.0;  // unknown or no longer fitting: lowest
+      if (found[i]) {
+        if (!req.value().wantsGpus()) {
+          s = 0.0;
+        } else if (std::optional<Placement> p = placeOnNode(*found[i], req.value())) {
+          s = scorePlacement(*found[i], req.value(), *p, config_.policy);
+        }
+      }
+      raw.push_back({&name, s, tieRank(name)});
+    }
+  }
+  if (raw.empty()) return out;
+  double lo = 1e300, hi = -1e300;
+  for (const Raw& r : raw) {
+    if (r.score < 0) continue;
+    lo = std::min(lo, r.score);
+    hi = std::max(hi, r.score);
+  }
+  const Raw* best = nullptr;
+  for (const Raw& r : raw) {
+    if (r.score < 0) continue;
+    if (!best || r.score > best->score + 1e-12 ||
+        (std::abs(r.score - best->score) <= 1e-12 && r.rank < best->rank)) {
+      best = &r;
+    }
+  }
+  out.reserve(raw.size());
+  for (const Raw& r : raw) {
+    int64_t s = 0;
+    if (&r == best) {
+      s = 10;
+    } else if (r.score >= 0) {
+      // Everyone else spreads over 0..9 by raw score, so the runner-up still outranks the rest.
+      s = hi > lo ? static_cast<int64_t>(std::floor(9.0 * (r.score - lo) / (hi - lo))) : 9;
+      s = std::clamp<int64_t>(s, 0, 9);
+    }
+    out.push_back({*r.name, s});
+  }
+  return out;
+}
+
+Result<model::Allocation> Scheduler::reserve(const std::string& pod_uid, const std::string& pod_ns,
+                                             const std::string& pod_name, const std::string& node) {
+  const std::string key = pod_ns + "/" + pod_name;
+  std::optional<Pending> pending = pendingOf(pod_uid);
+  std::unique_lock lock(mu_);
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return notFound("node " + node + " is unknown to Troupe");
+  if (auto held = pod_node_.find(pod_uid); held != pod_node_.end()) {
+    if (held->second == node) return *it->second.find(pod_uid);  // a retried bind
+    return failedPrecondition("pod " + key + " already holds GPUs on node " + held->second +
+                              ", not " + node);
+  }
+  if (!pending) {
+    return failedPrecondition("Troupe has no record of pod " + key + " (uid " + pod_uid +
+                              "): it must pass Troupe's filter before it can be bound");
+  }
+  const GpuRequest& req = pending->request;
+  model::Allocation a;
+  a.pod_uid = pod_uid;
+  a.pod_key = key;
+  a.node = node;
+  a.cpu_milli = it->second.info().cpu_milli > 0 ? req.cpu_milli : 0;
+  a.memory_bytes = it->second.info().memory_bytes > 0 ? req.memory_bytes : 0;
+  if (req.wantsGpus()) {
+    NodeCheck check = checkNode(it->second, req);
+    if (check.fit != Fit::kFits) {
+      return failedPrecondition("pod " + key + " no longer fits node " + node + ": " + check.reason);
+    }
+    std::optional<Placement> p = placeOnNode(it->second, req);
+    if (!p) return failedPrecondition("pod " + key + " no longer fits node " + node);
+    a.gpus = p->gpus;
+    a.milli_per_gpu = req.milli_per_gpu;
+    a.topology_quality = p->topology_quality;
+  }
+  if (Status s = it->second.add(a); !s.isOk()) return s;
+  pod_node_[pod_uid] = node;
+  return a;
+}
+
+std::map<std::string, std::vector<std::string>> Scheduler::preempt(
+    const PodFacts& pod, const std::map<std::string, std::vector<std::string>>& victims) {
+  std::map<std::string, std::vector<std::string>> out;
+  Result<GpuRequest> req = parseGpuRequest(pod);
+  if (!req.isOk()) return out;  // an invalid pod fits nowhere: veto every candidate
+  std::shared_lock lock(mu_);
+  for (const auto& [name, uids] : victims) {
+    auto it = nodes_.find(name);
+    if (it == nodes_.end() || uids.empty()) continue;
+    if (!req.value().wantsGpus()) {
+      out[name] = uids;
+      continue;
+    }
+    model::NodeState trial = it->second;  // a copy: evict the victims there, then check
+    for (const std::string& uid : uids) trial.remove(uid);
+    if (checkNode(trial, req.value()).fit == Fit::kFits) out[name] = uids;
+  }
+  return out;
+}
+
+ClusterSummary Scheduler::summary() const {
+  ClusterSummary s;
+  {
+    std::lock_guard lock(pending_mu_);
+    s.pending = static_cast<int>(pending_.size());
+  }
+  std::shared_lock lock(mu_);
+  std::map<std::string, ClusterSummary::Row> rows;
+  for (const auto& [name, node] : nodes_) {
+    if (node.gpuCount() == 0) continue;
+    const std::string product = node.info().gpu_product.empty() ? "unknown" : node.info().gpu_product;
+    ClusterSummary::Row& r = rows[product];
+    r.product = product;
+    ++r.nodes;
+    r.gpus += node.gpuCount();
+    r.used_milli += node.usedMilliTotal();
+    r.shared_gpus += node.sharedGpuCount();
+    int free = node.wholeFreeCount();
+    r.whole_free += free;
+    if (free >= 8) ++r.nodes_with_free_8;
+    s.pods += node.podCount();
+    // Free GPUs stranded below the node's largest power-of-two request size.
+    int largest = 1;
+    while (largest * 2 <= std::min(8, node.gpuCount())) largest *= 2;
+    s.fragmented_gpus += free % largest;
+  }
+  for (auto& [p, r] : rows) s.by_product.push_back(r);
+  return s;
+}
+
+}  // namespace troupe::sched

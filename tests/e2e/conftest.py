@@ -1,0 +1,86 @@
+"""Fixtures for e2e tests against the local control plane.
+
+Start it first:  scripts/cluster-up.sh   (or: make cluster-up)
+Tests are skipped, with a message saying so, when no cluster is up.
+
+Fixtures (helpers live in kubehelpers.py):
+  e2e_state       dict of build/e2e/state.env (ports, versions, ...)
+  kube            Kube helper bound to build/e2e/kubeconfig and the built kubectl
+  namespace       a fresh namespace per test; its pods are force-deleted and
+                  the namespace finalized afterwards (there is no namespace
+                  controller without kube-controller-manager)
+  scheduler_name  the profile name pods must use ("troupe-scheduler")
+  troupe          TroupeControl: stop/start/restart Troupe only
+  cluster_nodes   the fleet from build/e2e/cluster.yaml (list of dicts)
+
+There is no kubelet: pods never run. Placement is asserted through
+spec.nodeName; use Kube.set_pod_phase() to fake Running/Succeeded.
+"""
+import os
+import re
+import subprocess
+import uuid
+
+import pytest
+import yaml
+
+from kubehelpers import E2E_DIR, KUBECACHEDIR, KUBECONFIG, STATE_FILE, Kube, TroupeControl, read_state
+
+
+# ---- fixtures -------------------------------------------------------------------
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
+
+
+@pytest.fixture(scope="session")
+def e2e_state():
+    if not os.path.exists(STATE_FILE) or not os.path.exists(KUBECONFIG):
+        pytest.skip("e2e cluster is not up (no build/e2e/state.env); run scripts/cluster-up.sh")
+    state = read_state()
+    kubectl = os.path.join(state["K8S_BIN"], "kubectl")
+    try:
+        p = subprocess.run([kubectl, "--kubeconfig", KUBECONFIG, "get", "--raw", "/readyz"],
+                           capture_output=True, text=True, timeout=20,
+                           env=dict(os.environ, KUBECACHEDIR=KUBECACHEDIR))
+    except (OSError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"e2e cluster is not reachable ({e}); run scripts/cluster-up.sh")
+    if p.returncode != 0:
+        pytest.skip(f"e2e cluster is not healthy ({p.stderr.strip()[:200]}); run scripts/cluster-up.sh")
+    return state
+
+
+@pytest.fixture(scope="session")
+def kube(e2e_state):
+    return Kube(os.path.join(e2e_state["K8S_BIN"], "kubectl"), KUBECONFIG)
+
+
+@pytest.fixture(scope="session")
+def scheduler_name(e2e_state):
+    return e2e_state.get("TROUPE_SCHEDULER_NAME") or "troupe-scheduler"
+
+
+@pytest.fixture(scope="session")
+def troupe(e2e_state):
+    return TroupeControl(e2e_state)
+
+
+@pytest.fixture(scope="session")
+def cluster_nodes(e2e_state):
+    with open(os.path.join(E2E_DIR, "cluster.yaml"), encoding="utf-8") as f:
+        return yaml.safe_load(f)["nodes"]
+
+
+@pytest.fixture
+def namespace(kube, request):
+    base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
+    name = f"e2e-{base}-{uuid.uuid4().hex[:6]}"
+    kube.create_namespace(name)
+    yield name
+    rep = getattr(request.node, "rep_call", None)
+    if rep is not None and rep.failed:
+        pods = kube.kubectl("get", "pods", "-n", name, "-o", "wide", check=False).stdout
+        print(f"\n--- namespace {name} at failure ---\n{pods}\nevents:\n{kube.describe_events(name)}")
+    kube.delete_namespace(name)

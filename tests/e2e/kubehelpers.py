@@ -1,0 +1,235 @@
+"""Helpers for e2e tests: a kubectl wrapper, pod manifests, Troupe control.
+
+Used through the fixtures in conftest.py; tests import pod builders directly:
+    from kubehelpers import gpu_pod
+"""
+import json
+import os
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+E2E_DIR = os.path.join(ROOT, "build", "e2e")
+STATE_FILE = os.path.join(E2E_DIR, "state.env")
+KUBECONFIG = os.path.join(E2E_DIR, "kubeconfig")
+SCRIPTS = os.path.join(ROOT, "scripts")
+KUBECACHEDIR = os.path.join(E2E_DIR, "kube-cache")  # same as scripts/lib-e2e.sh
+
+
+def read_state(path=STATE_FILE):
+    state = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#") and "=" in line:
+                k, v = line.split("=", 1)
+                state[k] = v
+    return state
+
+
+class KubeError(RuntimeError):
+    pass
+
+
+def gpu_pod(name, gpus=0, scheduler="troupe-scheduler", cpu="100m", memory="128Mi",
+            labels=None, annotations=None, node_selector=None, containers=1, **spec_extra):
+    """Pod manifest for the fake cluster (no SA token, pause image, never runs).
+
+    gpus > 0 puts nvidia.com/gpu in requests and limits of the first container
+    (extended resources need requests == limits), which makes the scheduler
+    call Troupe.
+    """
+    ctrs = []
+    for i in range(containers):
+        res = {"requests": {"cpu": cpu, "memory": memory}, "limits": {}}
+        if gpus and i == 0:
+            res["requests"]["nvidia.com/gpu"] = str(gpus)
+            res["limits"]["nvidia.com/gpu"] = str(gpus)
+        ctrs.append({"name": f"c{i}", "image": "registry.k8s.io/pause:3.10", "resources": res})
+    spec = {
+        "schedulerName": scheduler,
+        "automountServiceAccountToken": False,
+        "terminationGracePeriodSeconds": 0,
+        "containers": ctrs,
+    }
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    spec.update(spec_extra)
+    meta = {"name": name}
+    if labels:
+        meta["labels"] = dict(labels)
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+class Kube:
+    """Thin wrapper around the built kubectl (JSON in, JSON out)."""
+
+    def __init__(self, kubectl, kubeconfig=KUBECONFIG):
+        self.kubectl_path = kubectl
+        self.kubeconfig = kubeconfig
+
+    # -- raw ----------------------------------------------------------------
+    def kubectl(self, *args, input=None, check=True, timeout=120):
+        cmd = [self.kubectl_path, "--kubeconfig", self.kubeconfig, *args]
+        env = dict(os.environ, KUBECACHEDIR=KUBECACHEDIR)
+        p = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout, env=env)
+        if check and p.returncode != 0:
+            raise KubeError(f"{' '.join(args)} failed (rc={p.returncode}): {p.stderr.strip()}")
+        return p
+
+    @staticmethod
+    def _doc(manifest):
+        if isinstance(manifest, str):
+            return manifest
+        if isinstance(manifest, (list, tuple)):
+            manifest = {"apiVersion": "v1", "kind": "List", "items": list(manifest)}
+        return json.dumps(manifest)
+
+    @staticmethod
+    def _ns(namespace):
+        return ["-n", namespace] if namespace else []
+
+    # -- CRUD ---------------------------------------------------------------
+    def apply(self, manifest, namespace=None, server_side=False):
+        """Apply a dict, a list of dicts or YAML/JSON text; returns the object names."""
+        args = ["apply", "-f", "-", "-o", "name"] + self._ns(namespace)
+        if server_side:
+            args.append("--server-side")
+        return self.kubectl(*args, input=self._doc(manifest)).stdout.split()
+
+    def create(self, manifest, namespace=None):
+        args = ["create", "-f", "-", "-o", "name"] + self._ns(namespace)
+        return self.kubectl(*args, input=self._doc(manifest)).stdout.split()
+
+    def get(self, kind, name=None, namespace=None, selector=None, all_namespaces=False,
+            missing_ok=False):
+        """Parsed JSON of one object (or a List when name is None); None if missing_ok and absent."""
+        args = ["get", kind] + ([name] if name else []) + self._ns(namespace) + ["-o", "json"]
+        if selector:
+            args += ["-l", selector]
+        if all_namespaces:
+            args.append("-A")
+        p = self.kubectl(*args, check=False)
+        if p.returncode != 0:
+            if missing_ok and "NotFound" in p.stderr:
+                return None
+            raise KubeError(f"get {kind} {name or ''} failed: {p.stderr.strip()}")
+        return json.loads(p.stdout)
+
+    def delete(self, kind, name=None, namespace=None, selector=None, force=False, wait=False):
+        args = ["delete", kind] + ([name] if name else []) + self._ns(namespace)
+        args += ["--ignore-not-found", f"--wait={'true' if wait else 'false'}"]
+        if selector:
+            args += ["-l", selector]
+        elif not name:
+            args.append("--all")
+        if force:  # needed for bound pods: no kubelet will ever confirm a graceful delete
+            args += ["--force", "--grace-period=0"]
+        self.kubectl(*args)
+
+    def patch(self, kind, name, patch, namespace=None, patch_type="merge", subresource=None):
+        args = ["patch", kind, name, "--type", patch_type, "-p", json.dumps(patch)] + self._ns(namespace)
+        if subresource:
+            args += ["--subresource", subresource]
+        return json.loads(self.kubectl(*args, "-o", "json").stdout)
+
+    # -- waiting --------------------------------------------------------------
+    @staticmethod
+    def wait_for(fn, timeout=30.0, interval=0.25, desc="condition"):
+        """Call fn() until it returns a truthy value; return it, or raise TimeoutError."""
+        deadline = time.monotonic() + timeout
+        last_exc = None
+        while True:
+            try:
+                value = fn()
+                if value:
+                    return value
+            except KubeError as e:  # transient apiserver hiccups
+                last_exc = e
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"timed out after {timeout}s waiting for {desc}"
+                                   + (f" (last error: {last_exc})" if last_exc else ""))
+            time.sleep(interval)
+
+    def pod_node(self, name, namespace):
+        pod = self.get("pod", name, namespace, missing_ok=True)
+        return (pod or {}).get("spec", {}).get("nodeName") or None
+
+    def wait_pod_bound(self, name, namespace, timeout=30.0):
+        """Wait until spec.nodeName is set; returns the node name."""
+        try:
+            return self.wait_for(lambda: self.pod_node(name, namespace), timeout,
+                                 desc=f"pod {namespace}/{name} to be bound")
+        except TimeoutError as e:
+            raise TimeoutError(f"{e}\nevents:\n{self.describe_events(namespace, name)}") from None
+
+    def wait_gone(self, kind, name, namespace=None, timeout=30.0):
+        self.wait_for(lambda: self.get(kind, name, namespace, missing_ok=True) is None,
+                      timeout, desc=f"{kind} {name} to be deleted")
+
+    def events(self, namespace, name=None):
+        sel = [f"--field-selector=involvedObject.name={name}"] if name else []
+        items = json.loads(self.kubectl("get", "events", "-n", namespace, "-o", "json", *sel).stdout)["items"]
+        return sorted(items, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+
+    def describe_events(self, namespace, name=None):
+        try:
+            return "\n".join(f"  {e.get('reason')}: {e.get('message')}" for e in self.events(namespace, name)) or "  (none)"
+        except Exception as e:  # diagnostics only
+            return f"  (could not list events: {e})"
+
+    # -- fake kubelet ---------------------------------------------------------
+    def set_pod_phase(self, name, namespace, phase):
+        """Fake what a kubelet would report (e.g. Running, Succeeded, Failed)."""
+        return self.patch("pod", name, {"status": {"phase": phase}}, namespace, subresource="status")
+
+    # -- namespaces -------------------------------------------------------------
+    def create_namespace(self, name, labels=None):
+        meta = {"name": name, "labels": {"troupe.dev/e2e": "true", **(labels or {})}}
+        self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
+        return name
+
+    def delete_namespace(self, name):
+        """Force-delete its pods, then delete and finalize the namespace.
+
+        Without kube-controller-manager nothing empties or finalizes a
+        terminating namespace, so do both here.
+        """
+        self.delete("pods", namespace=name, force=True)
+        self.delete("namespace", name)
+        ns = self.get("namespace", name, missing_ok=True)
+        if ns is None:
+            return
+        ns.setdefault("spec", {})["finalizers"] = []
+        self.kubectl("replace", "--raw", f"/api/v1/namespaces/{name}/finalize", "-f", "-",
+                     input=json.dumps(ns))
+        self.wait_gone("namespace", name, timeout=15)
+
+
+class TroupeControl:
+    """Stop/start only Troupe (scripts/troupe-restart.sh); the port stays the same."""
+
+    def __init__(self, state):
+        self.port = int(state["TROUPE_PORT"])
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _run(self, action, check=True):
+        p = subprocess.run([os.path.join(SCRIPTS, "troupe-restart.sh"), action],
+                           capture_output=True, text=True, timeout=120)
+        if check and p.returncode != 0:
+            raise RuntimeError(f"troupe-restart.sh {action} failed:\n{p.stdout}{p.stderr}")
+        return p
+
+    def stop(self):
+        self._run("stop")
+
+    def start(self):
+        self._run("start")
+
+    def restart(self):
+        self._run("restart")
+
+    def is_running(self):
+        return self._run("status", check=False).returncode == 0

@@ -1,0 +1,79 @@
+// The troupe binary as a user meets it: help, version, and errors that say what to fix.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+namespace {
+
+struct Run {
+  int code;
+  std::string output;
+};
+
+Run troupe(const std::string& args) {
+  const char* bin = std::getenv("TROUPE_BINARY");
+  REQUIRE(bin != nullptr);
+  std::string cmd = std::string(bin) + " " + args + " 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string tempFile(const std::string& name, const std::string& text) {
+  std::string path = "/tmp/troupe-cli-test-" + std::to_string(::getpid()) + "-" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("help teaches the commands and the pod annotations", "[cli]") {
+  Run r = troupe("--help");
+  CHECK(r.code == 0);
+  CHECK(r.output.find("troupe serve") != std::string::npos);
+  CHECK(r.output.find("troupe.dev/gpu-topology") != std::string::npos);
+  Run serve = troupe("serve --help");
+  CHECK(serve.code == 0);
+  CHECK(serve.output.find("--cluster FILE") != std::string::npos);
+  CHECK(troupe("version").output.find("troupe ") == 0);
+}
+
+TEST_CASE("usage errors exit 2 and name the problem", "[cli]") {
+  Run unknown = troupe("frobnicate");
+  CHECK(unknown.code == 2);
+  CHECK(unknown.output.find("frobnicate") != std::string::npos);
+
+  Run bad_listen = troupe("serve --listen nowhere");
+  CHECK(bad_listen.code == 2);
+  CHECK(bad_listen.output.find("--listen \"nowhere\" must be HOST:PORT") != std::string::npos);
+
+  Run bad_flag = troupe("serve --bogus 1");
+  CHECK(bad_flag.code == 2);
+  CHECK(bad_flag.output.find("--bogus") != std::string::npos);
+}
+
+TEST_CASE("config and cluster errors name the file, line and key", "[cli][config]") {
+  std::string cfg = tempFile("config.yaml", "listen: 127.0.0.1:1\npolicy:\n  name: troupe\n  wieghts: {pack: 1}\n");
+  Run r = troupe("serve --config " + cfg);
+  CHECK(r.code == 2);
+  CHECK(r.output.find(cfg + ":4: policy.wieghts: unknown key") != std::string::npos);
+
+  std::string cluster = tempFile("cluster.yaml", "nodes:\n  - name: a\n    gpus: lots\n");
+  Run c = troupe("serve --listen 127.0.0.1:1 --cluster " + cluster);
+  CHECK(c.code == 2);
+  CHECK(c.output.find(cluster + ":3: nodes[0].gpus") != std::string::npos);
+
+  Run missing = troupe("serve --cluster /nonexistent/cluster.yaml");
+  CHECK(missing.code == 2);
+  CHECK(missing.output.find("/nonexistent/cluster.yaml") != std::string::npos);
+}
