@@ -11,9 +11,12 @@
 #include <malloc.h>
 #include <sched.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -78,6 +81,8 @@ Flags:
   --no-memory, --no-latency, --no-loopback   skip a part
   --no-breakdown       skip timing decode / core / encode separately
   --full-max-nodes N   run the full-NodeList cases only up to N nodes (quick: 1000)
+  --in-process         measure everything in this process (default: the memory part and
+                       each node count in a fresh child process, so heaps do not interfere)
   --fail-on-miss       exit 1 when a target is missed (default: report only)
   -h, --help           this text
 
@@ -217,7 +222,8 @@ struct Options {
   bool memory = true, latency = true, loopback = true;
   bool fail_on_miss = false;
   bool breakdown = true;
-  int full_max_nodes = 0;  // full-NodeList cases only up to this many nodes; 0 = no limit
+  int full_max_nodes = 0;   // full-NodeList cases only up to this many nodes; 0 = no limit
+  bool in_process = false;  // measure in this process instead of one fresh child per part
 };
 
 Options parseOptions(int argc, char** argv) {
@@ -293,6 +299,8 @@ Options parseOptions(int argc, char** argv) {
     } else if (a == "--full-max-nodes") {
       std::vector<int> v = parseIntList(need(i), "--full-max-nodes");
       o.full_max_nodes = v.empty() ? 0 : v[0];
+    } else if (a == "--in-process") {
+      o.in_process = true;
     } else if (a == "--no-breakdown") {
       o.breakdown = false;
     } else if (a == "--fail-on-miss") {
@@ -494,21 +502,23 @@ LatencyRow timeCase(http::ExtenderHandler& handler, const std::string& verb, con
   return row;
 }
 
-std::vector<LatencyRow> measureLatency(const Options& o) {
+// One node count: a fresh model, then names-only cases for every pod before the full-NodeList
+// cases (whose huge documents leave the heap fragmented).
+std::vector<LatencyRow> measureSize(const Options& o, int n) {
   std::vector<LatencyRow> rows;
-  for (int n : o.nodes) {
-    auto want = [&](const std::string& verb, const std::string& mode) {
-      if (mode == "full" && o.full_max_nodes > 0 && n > o.full_max_nodes) return false;
-      return o.only.empty() || o.only.count(verb + "/" + mode) > 0;
-    };
-    const bool any_full = want("filter", "full") || want("prioritize", "full");
-    const auto t0 = Clock::now();
-    Service service(n);
-    Cluster cluster = makeCluster(n, any_full);
-    std::cerr << "  " << n << " nodes: model built in "
-              << fmt(std::chrono::duration<double>(Clock::now() - t0).count(), 1) << " s ("
-              << service.fill.pods << " pods, " << service.fill.gpus_used << "/" << service.fill.gpus
-              << " GPUs allocated)\n";
+  auto want = [&](const std::string& verb, const std::string& mode) {
+    if (mode == "full" && o.full_max_nodes > 0 && n > o.full_max_nodes) return false;
+    return o.only.empty() || o.only.count(verb + "/" + mode) > 0;
+  };
+  const bool any_full = want("filter", "full") || want("prioritize", "full");
+  const auto t0 = Clock::now();
+  Service service(n);
+  Cluster cluster = makeCluster(n, any_full);
+  std::cerr << "  " << n << " nodes: model built in "
+            << fmt(std::chrono::duration<double>(Clock::now() - t0).count(), 1) << " s (" << service.fill.pods
+            << " pods, " << service.fill.gpus_used << "/" << service.fill.gpus << " GPUs allocated)\n";
+  for (const std::string mode : {"names", "full"}) {
+    if (!want("filter", mode) && !want("prioritize", mode)) continue;
     for (const std::string& pod_kind : o.pods) {
       const bool nvlink = pod_kind == "4gpu-nvlink";
       const std::string pod =
@@ -517,23 +527,142 @@ std::vector<LatencyRow> measureLatency(const Options& o) {
               nvlink ? "7e41c2a9-5b3d-4f6e-8a1b-9c0d2e3f4a5b" : "3c9a6f1e-7b2d-4e8a-9f10-2a6b5c4d8e71", 4,
               nvlink)
               .dump();
-      for (const std::string mode : {"names", "full"}) {
-        if (!want("filter", mode) && !want("prioritize", mode)) continue;
-        const std::string body =
-            mode == "names" ? namesBody(pod, cluster.names) : fullBody(pod, cluster.node_json);
-        for (const std::string verb : {"filter", "prioritize"}) {
-          if (!want(verb, mode)) continue;
-          rows.push_back(timeCase(service.handler, verb, mode, pod_kind, n, body, budgetFor(o, mode, n)));
-          LatencyRow& r = rows.back();
-          if (o.breakdown) {
-            const int stage_runs = mode == "names" ? (o.quick ? 20 : 50) : (o.quick ? 2 : 5);
-            timeStages(service.scheduler, r, body, std::max(1, std::min(r.iterations, stage_runs)));
-          }
-          std::cerr << "    " << verb << "/" << mode << " " << pod_kind << ": p50 " << ms(r.p50)
-                    << " ms, p99 " << ms(r.p99) << " ms (" << r.iterations << " runs)\n";
+      const std::string body =
+          mode == "names" ? namesBody(pod, cluster.names) : fullBody(pod, cluster.node_json);
+      for (const std::string verb : {"filter", "prioritize"}) {
+        if (!want(verb, mode)) continue;
+        rows.push_back(timeCase(service.handler, verb, mode, pod_kind, n, body, budgetFor(o, mode, n)));
+        LatencyRow& r = rows.back();
+        if (o.breakdown) {
+          const int stage_runs = mode == "names" ? (o.quick ? 20 : 50) : (o.quick ? 2 : 5);
+          timeStages(service.scheduler, r, body, std::max(1, std::min(r.iterations, stage_runs)));
         }
+        std::cerr << "    " << verb << "/" << mode << " " << pod_kind << ": p50 " << ms(r.p50) << " ms, p99 "
+                  << ms(r.p99) << " ms (" << r.iterations << " runs)\n";
       }
     }
+  }
+  // Keep the rows in a stable order for the report: by pod, then mode, then verb.
+  std::stable_sort(rows.begin(), rows.end(), [&](const LatencyRow& x, const LatencyRow& y) {
+    auto rank = [&](const LatencyRow& r) {
+      const size_t pod = static_cast<size_t>(std::find(o.pods.begin(), o.pods.end(), r.pod) - o.pods.begin());
+      return pod * 4 + (r.mode == "full" ? 2 : 0) + (r.verb == "prioritize" ? 1 : 0);
+    };
+    return rank(x) < rank(y);
+  });
+  return rows;
+}
+
+// --- process isolation ------------------------------------------------------------------------
+
+// Runs `fn` in a forked child and returns what it returned, so every node count (and the
+// memory measurement) starts from a fresh heap: otherwise what an earlier case allocated and
+// freed changes the layout, and so the cache behaviour, of the next model. Call only while
+// the process has a single thread.
+template <typename Fn>
+std::string inChild(Fn fn) {
+  std::cout.flush();
+  std::cerr.flush();
+  int fds[2];
+  if (pipe(fds) != 0) {
+    std::cerr << "troupe_bench: pipe: " << std::strerror(errno) << "\n";
+    std::exit(1);
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    std::cerr << "troupe_bench: fork: " << std::strerror(errno) << "\n";
+    std::exit(1);
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    const std::string out = fn();
+    size_t done = 0;
+    while (done < out.size()) {
+      ssize_t n = write(fds[1], out.data() + done, out.size() - done);
+      if (n <= 0) _exit(3);
+      done += static_cast<size_t>(n);
+    }
+    close(fds[1]);
+    std::cerr.flush();
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[65536];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::cerr << "troupe_bench: a measurement process failed (status " << status << ")\n";
+    std::exit(1);
+  }
+  return out;
+}
+
+OJson rowToJson(const LatencyRow& r) {
+  return {{"verb", r.verb},
+          {"mode", r.mode},
+          {"pod", r.pod},
+          {"nodes", r.nodes},
+          {"iterations", r.iterations},
+          {"p50", r.p50},
+          {"p99", r.p99},
+          {"mean", r.mean},
+          {"max", r.max},
+          {"cpu_p50", r.cpu_p50},
+          {"cpu_p99", r.cpu_p99},
+          {"request_bytes", r.request_bytes},
+          {"response_bytes", r.response_bytes},
+          {"passed", r.passed},
+          {"failed", r.failed},
+          {"unresolvable", r.unresolvable},
+          {"peak_extra_mib", r.peak_extra_mib},
+          {"breakdown_runs", r.breakdown_runs},
+          {"decode_p50", r.decode_p50},
+          {"core_p50", r.core_p50},
+          {"encode_p50", r.encode_p50}};
+}
+
+LatencyRow rowFromJson(const OJson& j) {
+  LatencyRow r;
+  j.at("verb").get_to(r.verb);
+  j.at("mode").get_to(r.mode);
+  j.at("pod").get_to(r.pod);
+  j.at("nodes").get_to(r.nodes);
+  j.at("iterations").get_to(r.iterations);
+  j.at("p50").get_to(r.p50);
+  j.at("p99").get_to(r.p99);
+  j.at("mean").get_to(r.mean);
+  j.at("max").get_to(r.max);
+  j.at("cpu_p50").get_to(r.cpu_p50);
+  j.at("cpu_p99").get_to(r.cpu_p99);
+  j.at("request_bytes").get_to(r.request_bytes);
+  j.at("response_bytes").get_to(r.response_bytes);
+  j.at("passed").get_to(r.passed);
+  j.at("failed").get_to(r.failed);
+  j.at("unresolvable").get_to(r.unresolvable);
+  j.at("peak_extra_mib").get_to(r.peak_extra_mib);
+  j.at("breakdown_runs").get_to(r.breakdown_runs);
+  j.at("decode_p50").get_to(r.decode_p50);
+  j.at("core_p50").get_to(r.core_p50);
+  j.at("encode_p50").get_to(r.encode_p50);
+  return r;
+}
+
+std::vector<LatencyRow> measureLatency(const Options& o) {
+  std::vector<LatencyRow> rows;
+  for (int n : o.nodes) {
+    if (o.in_process) {
+      for (LatencyRow& r : measureSize(o, n)) rows.push_back(std::move(r));
+      continue;
+    }
+    const OJson got = OJson::parse(inChild([&] {
+      OJson list = OJson::array();
+      for (const LatencyRow& r : measureSize(o, n)) list.push_back(rowToJson(r));
+      return list.dump();
+    }));
+    for (const OJson& r : got) rows.push_back(rowFromJson(r));
   }
   return rows;
 }
@@ -873,7 +1002,34 @@ int main(int argc, char** argv) {
   std::optional<MemoryResult> mem;
   if (o.memory) {
     std::cerr << "memory: " << o.memory_nodes << " nodes...\n";
-    mem = measureMemory(o.memory_nodes);
+    if (o.in_process) {
+      mem = measureMemory(o.memory_nodes);
+    } else {
+      const OJson m = OJson::parse(inChild([&] {
+        const MemoryResult r = measureMemory(o.memory_nodes);
+        return OJson{{"nodes", r.nodes},
+                     {"rss_start", r.rss_start},
+                     {"rss_nodes", r.rss_nodes},
+                     {"rss_allocated", r.rss_allocated},
+                     {"rss_trimmed", r.rss_trimmed},
+                     {"pods", r.fill.pods},
+                     {"gpus", r.fill.gpus},
+                     {"gpus_used", r.fill.gpus_used},
+                     {"build_seconds", r.build_seconds}}
+            .dump();
+      }));
+      MemoryResult r;
+      m.at("nodes").get_to(r.nodes);
+      m.at("rss_start").get_to(r.rss_start);
+      m.at("rss_nodes").get_to(r.rss_nodes);
+      m.at("rss_allocated").get_to(r.rss_allocated);
+      m.at("rss_trimmed").get_to(r.rss_trimmed);
+      m.at("pods").get_to(r.fill.pods);
+      m.at("gpus").get_to(r.fill.gpus);
+      m.at("gpus_used").get_to(r.fill.gpus_used);
+      m.at("build_seconds").get_to(r.build_seconds);
+      mem = r;
+    }
   }
   std::vector<LatencyRow> rows;
   if (o.latency) {

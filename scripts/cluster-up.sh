@@ -8,6 +8,7 @@
 #   NODES=N                generate N mixed nodes instead of tests/e2e/nodes.yaml's fleet
 #   TROUPE_BIN=path        Troupe binary (default build/troupe; skipped with a warning if absent)
 #   TROUPE_ARGS="..."      extra arguments for `troupe serve`
+#   TROUPE_RECORD=0        do not record request bodies (default: build/e2e/record/<start>/)
 #   TROUPE_PORT=p          Troupe's port (default: a free port)
 #   TROUPE_BIND_VERB=bind  add bindVerb to the extender config (default: unset = not used)
 #   TROUPE_PREEMPT_VERB=preempt   add preemptVerb (default: unset = not used)
@@ -76,7 +77,7 @@ cleanup_on_failure() {
 trap cleanup_on_failure EXIT
 
 # ---- fresh state ------------------------------------------------------------
-rm -rf "$E2E_LOGS" "$E2E_PIDS" "$E2E_DIR/pki" "$E2E_DIR/nodes"
+rm -rf "$E2E_LOGS" "$E2E_PIDS" "$E2E_DIR/pki" "$E2E_DIR/nodes" "$E2E_RECORD"
 mkdir -p "$E2E_LOGS" "$E2E_PIDS" "$E2E_DIR/pki"
 read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT free_troupe_port <<< "$(e2e_free_ports 5)"
 TROUPE_PORT="${TROUPE_PORT:-$free_troupe_port}"

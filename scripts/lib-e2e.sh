@@ -6,6 +6,7 @@
 #   state.env          ports, etcd data dir, node count (sourced by the scripts)
 #   pids/<name>.pid    "<pid> <executable>" per started process
 #   logs/<name>.log    etcd, kube-apiserver, kube-scheduler, troupe
+#   record/<start>/    request bodies Troupe recorded (--record-dir), one dir per Troupe start
 #   kubeconfig         admin kubeconfig (static token, CA-verified TLS)
 #   pki/ tokens.csv sa.key scheduler-config.yaml nodes.json cluster.yaml
 
@@ -15,6 +16,7 @@ E2E_LOGS="$E2E_DIR/logs"
 E2E_PIDS="$E2E_DIR/pids"
 E2E_STATE="$E2E_DIR/state.env"
 E2E_KUBECONFIG="$E2E_DIR/kubeconfig"
+E2E_RECORD="$E2E_DIR/record"   # request bodies Troupe recorded (kept by cluster-down)
 K8S_VERSION="$(awk '$1=="k8s.io/kubernetes" && $2 ~ /^v1\./ {print $2; exit}' "$E2E_ROOT/tools/k8s/go.mod")"
 K8S_BIN="${K8S_BIN:-$E2E_ROOT/build/k8s/$K8S_VERSION/bin}"
 KUBECTL="$K8S_BIN/kubectl"
@@ -151,9 +153,18 @@ troupe_start() {
     e2e_warn "$TROUPE_BIN is not an executable; NOT starting Troupe (GPU pods will fail the extender call). Build it or set TROUPE_BIN."
     return 0
   fi
+  # Record every request body kube-scheduler sends (tests/e2e reads them; tests/e2e/update_corpus.py
+  # turns them into tests/corpus/). One directory per start: Troupe numbers files from 1 again
+  # after a restart. TROUPE_RECORD=0, or a --record-dir in TROUPE_ARGS, turns this off.
+  local record=()
+  case " ${TROUPE_ARGS:-} " in *" --record-dir"*) ;; *)
+    if [ "${TROUPE_RECORD:-1}" != 0 ]; then
+      record=(--record-dir "$E2E_RECORD/$(date -u +%Y%m%dT%H%M%S)-$$-$RANDOM")
+    fi ;;
+  esac
   # shellcheck disable=SC2086
   e2e_start troupe "$TROUPE_BIN" serve --listen "127.0.0.1:$TROUPE_PORT" \
-    --cluster "$E2E_DIR/cluster.yaml" ${TROUPE_ARGS:-}
+    --cluster "$E2E_DIR/cluster.yaml" "${record[@]}" ${TROUPE_ARGS:-}
   e2e_wait_http troupe "http://127.0.0.1:$TROUPE_PORT/healthz" "${TROUPE_WAIT_S:-30}" ||
     e2e_die "troupe did not become healthy"
   e2e_log "troupe healthy (pid $(e2e_pid troupe)) on http://127.0.0.1:$TROUPE_PORT"

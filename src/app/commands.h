@@ -9,5 +9,7 @@ namespace troupe::app {
 
 int serveCommand(const std::vector<std::string>& args);
 extern const char* const kServeHelp;
+int simulateCommand(const std::vector<std::string>& args);
+extern const char* const kSimulateHelp;
 
 }  // namespace troupe::app

@@ -15,6 +15,7 @@ and how well the GPUs it would assign are connected (NVSwitch > NVLink > PCIe > 
 
 Usage:
   troupe serve [flags]      run the extender (see: troupe help serve)
+  troupe simulate [flags]   replay a GPU cluster trace and compare policies (see: troupe help simulate)
   troupe version            print the version
   troupe help [COMMAND]     this text, or a command's flags
 
@@ -38,12 +39,17 @@ int main(int argc, char** argv) {
       std::cout << troupe::app::kServeHelp;
       return 0;
     }
+    if (args.size() >= 2 && args[0] == "help" && args[1] == "simulate") {
+      std::cout << troupe::app::kSimulateHelp;
+      return 0;
+    }
     std::cout << kHelp;
     return args.empty() ? 2 : 0;
   }
   const std::string command = args[0];
   args.erase(args.begin());
   if (command == "serve") return troupe::app::serveCommand(args);
+  if (command == "simulate") return troupe::app::simulateCommand(args);
   if (command == "version" || command == "--version") {
     std::cout << "troupe " << TROUPE_VERSION << "\n";
     return 0;

@@ -1,13 +1,21 @@
 // troupe serve: wires config, the scheduling core, metrics and the HTTP server together.
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <iostream>
+#include <thread>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "adapters/http/extender_server.h"
 #include "adapters/http/logger.h"
+#include "adapters/kube/api_client.h"
+#include "adapters/kube/kube_config.h"
+#include "adapters/kube/kube_runtime.h"
 #include "adapters/metrics/metrics.h"
 #include "adapters/yaml/config.h"
 #include "app/commands.h"
@@ -18,7 +26,7 @@ namespace troupe::app {
 const char* const kServeHelp = R"(troupe serve - run the kube-scheduler extender
 
 Usage:
-  troupe serve [--listen HOST:PORT] [--config FILE] [--cluster FILE] [flags]
+  troupe serve [--listen HOST:PORT] [--config FILE] [--cluster FILE | --kubeconfig FILE] [flags]
 
 Flags:
   --listen HOST:PORT   where to listen (default 127.0.0.1:8888, or 'listen' in --config).
@@ -30,6 +38,14 @@ Flags:
   --cluster FILE       YAML list of nodes for standalone mode (no Kubernetes API), e.g.
                        examples/cluster.yaml. Without it Troupe learns nodes from full-node
                        filter requests (nodeCacheCapable: false).
+  --kubeconfig FILE    watch the cluster through the Kubernetes API with this kubeconfig:
+                       nodes and GPU pods are cached from the API, GPU indices are read back
+                       from the troupe.dev/gpus pod annotation, and bind writes that
+                       annotation and creates the Binding (set bindVerb: bind). /readyz turns
+                       200 after the first full sync. Running in a pod (KUBERNETES_SERVICE_HOST
+                       set) without --cluster or --kubeconfig does the same with the pod's
+                       service account. RBAC: deploy/rbac.yaml.
+  --kube-context NAME  the kubeconfig context to use (default: its current-context)
   --record-dir DIR     save every extender request body under DIR (to capture what a real
                        kube-scheduler sends)
   --log-level LEVEL    debug | info | warn | error (default info); logs are JSON lines on stderr
@@ -47,6 +63,8 @@ struct ServeFlags {
   std::optional<std::string> cluster;
   std::optional<std::string> record_dir;
   std::optional<std::string> log_level;
+  std::optional<std::string> kubeconfig;
+  std::optional<std::string> kube_context;
 };
 
 int usage(const std::string& message) {
@@ -60,7 +78,8 @@ int serveCommand(const std::vector<std::string>& args) {
   ServeFlags flags;
   const std::map<std::string, std::optional<std::string>*> valued = {
       {"--listen", &flags.listen}, {"--config", &flags.config}, {"--cluster", &flags.cluster},
-      {"--record-dir", &flags.record_dir}, {"--log-level", &flags.log_level}};
+      {"--record-dir", &flags.record_dir}, {"--log-level", &flags.log_level},
+      {"--kubeconfig", &flags.kubeconfig}, {"--kube-context", &flags.kube_context}};
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
     if (arg == "-h" || arg == "--help") {
@@ -98,6 +117,34 @@ int serveCommand(const std::vector<std::string>& args) {
   Result<std::pair<std::string, int>> address = http::parseListenAddress(cfg.listen);
   if (!address.isOk()) return usage(address.status().message());
 
+  // Where the cluster comes from: --cluster (standalone), --kubeconfig, or the pod's service
+  // account when running in a cluster.
+  if (flags.cluster && flags.kubeconfig) {
+    return usage("--cluster (standalone) and --kubeconfig (watch the cluster) exclude each other");
+  }
+  std::optional<kube::ClusterEndpoint> endpoint;
+  if (flags.kubeconfig) {
+    Result<kube::ClusterEndpoint> ep = kube::loadKubeconfig(*flags.kubeconfig, flags.kube_context.value_or(""));
+    if (!ep.isOk()) return usage(ep.status().message());
+    endpoint = ep.value();
+  } else if (flags.kube_context) {
+    return usage("--kube-context needs --kubeconfig");
+  } else if (!flags.cluster) {
+    if (std::optional<kube::InClusterEnv> env = kube::detectInCluster()) {
+      Result<kube::ClusterEndpoint> ep = kube::inClusterEndpoint(*env);
+      if (!ep.isOk()) return usage(ep.status().message());
+      endpoint = ep.value();
+    }
+  }
+  std::unique_ptr<kube::ApiClient> api;
+  if (endpoint) {
+    kube::ApiClientOptions api_options;
+    api_options.user_agent = std::string("troupe/") + TROUPE_VERSION;
+    Result<std::unique_ptr<kube::ApiClient>> client = kube::ApiClient::create(*endpoint, api_options);
+    if (!client.isOk()) return usage(client.status().message());
+    api = std::move(client).value();
+  }
+
   http::Logger logger(std::cerr, level);
   sched::SchedulerConfig sched_config;
   sched_config.policy = cfg.policy;
@@ -122,19 +169,43 @@ int serveCommand(const std::vector<std::string>& args) {
   options.max_body_bytes = cfg.max_body_bytes;
   options.record_dir = flags.record_dir.value_or("");
   http::ExtenderHandler handler(options, scheduler, metrics, logger);
+  std::unique_ptr<kube::KubeRuntime> cluster;
+  if (api) {
+    kube::KubeOptions kube_options;
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) == 0) kube_options.events.instance = host;
+    cluster = std::make_unique<kube::KubeRuntime>(*api, scheduler, logger, kube_options);
+    handler.setReady(false);  // until the first full sync of nodes and pods
+    handler.setBinder(&cluster->binder());
+  }
   http::ExtenderServer server(address.value().first, address.value().second, handler, logger);
   if (Status s = server.start(); !s.isOk()) {
     logger.error("cannot start", {{"error", s.message()}});
     return 1;
   }
+  // Gang barriers and abandoned plans expire on this clock, not on request traffic.
+  std::atomic<bool> stopping{false};
+  std::thread ticker([&] {
+    while (!stopping.load()) {
+      scheduler.tick();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  const std::string mode = endpoint ? "kubernetes: " + endpoint->source
+                           : flags.cluster ? "standalone (--cluster)"
+                                           : "learn nodes from requests";
   logger.info("serving", {{"url", server.url()},
                           {"nodes", std::to_string(scheduler.nodeCount())},
                           {"policy", sched::policyName(cfg.policy.kind)},
-                          {"mode", flags.cluster ? "standalone (--cluster)" : "learn nodes from requests"}});
+                          {"mode", mode}});
+  if (cluster) cluster->start([&handler] { handler.setReady(true); });
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   logger.info("stopping", {{"signal", std::to_string(signal_number)}});
   server.stop();
+  if (cluster) cluster->stop();
+  stopping.store(true);
+  ticker.join();
   return 0;
 }
 

@@ -5,6 +5,7 @@
 
 #include "troupe/common/strings.h"
 #include "troupe/model/gpu_selection.h"
+#include "troupe/sched/node_scoring.h"
 
 namespace troupe::sched {
 namespace {
@@ -129,36 +130,8 @@ std::optional<Placement> placeOnNode(const NodeState& node, const GpuRequest& re
 
 double scorePlacement(const NodeState& node, const GpuRequest& req, const Placement& placement,
                       const PolicyConfig& policy) {
-  const int64_t capacity = static_cast<int64_t>(node.gpuCount()) * kMilliPerGpu;
-  const double pack = capacity == 0 ? 0.0
-                                    : static_cast<double>(node.usedMilliTotal() + req.totalMilli()) /
-                                          static_cast<double>(capacity);
-  switch (policy.kind) {
-    case PolicyKind::kBinpack: return std::min(1.0, pack);
-    case PolicyKind::kSpread: return std::max(0.0, 1.0 - pack);
-    case PolicyKind::kTroupe: break;
-  }
-  // Untouched NVLink domains (of 2+ GPUs) that this placement would break.
-  const uint64_t free = node.fullyFreeMask();
-  const uint64_t taken = model::indicesToMask(placement.gpus);
-  int intact = 0, broken = 0;
-  for (uint64_t d : node.topology().nvlinkDomains()) {
-    if (std::popcount(d) < 2 || (d & free) != d) continue;
-    ++intact;
-    if ((d & taken) != 0 && (d & taken) != d) ++broken;
-  }
-  const double domains = intact == 0 ? 1.0 : 1.0 - static_cast<double>(broken) / intact;
-  // Topology: half relative (the best set this node offers), half absolute (how fast that
-  // set is), so a multi-GPU pod prefers NVSwitch over PCIe and, on a node, its best GPUs.
-  double topology = 1.0;
-  if (req.gpus > 1 && req.topology != TopologyMode::kNone) {
-    topology = 0.5 * placement.topology_quality +
-               0.5 * std::min(1.0, placement.bottleneck / kReferenceBandwidth);
-  }
-  const double total = policy.pack_weight + policy.topology_weight + policy.domain_weight;
-  return (policy.pack_weight * std::min(1.0, pack) + policy.topology_weight * topology +
-          policy.domain_weight * domains) /
-         total;
+  // Without a request window at hand, fragmentation is measured against the default mix.
+  return unitScore(policy, node, req, placement, ScoreContext{});
 }
 
 }  // namespace troupe::sched

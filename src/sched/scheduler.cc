@@ -27,6 +27,8 @@ uint64_t tieRank(const std::string& name) {
 
 Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {}
 
+Clock::time_point Scheduler::now() const { return config_.clock ? config_.clock() : Clock::now(); }
+
 Status Scheduler::upsertNode(const model::NodeFacts& facts) {
   Result<model::NodeInfo> info = model::nodeFromFacts(facts, catalog_);
   if (!info.isOk()) return info.status();
@@ -46,6 +48,12 @@ bool Scheduler::removeNode(const std::string& name) {
   if (it == nodes_.end()) return false;
   for (const auto& [uid, a] : it->second.allocations()) pod_node_.erase(uid);
   nodes_.erase(it);
+  // A gang planned onto the vanished node is planned afresh at its next member's filter.
+  for (auto& [key, g] : gangs_) {
+    bool touched = std::any_of(g.slots.begin(), g.slots.end(),
+                               [&](const GangSlot& slot) { return slot.node == name && !slot.bound; });
+    if (touched && !g.admitted) releasePlanLocked(g);
+  }
   return true;
 }
 
@@ -87,10 +95,10 @@ std::optional<model::Allocation> Scheduler::allocationOf(const std::string& pod_
   return *a;
 }
 
-void Scheduler::remember(const PodFacts& pod, const GpuRequest& req) {
+void Scheduler::remember(const PodFacts& pod, const GpuRequest& req, const std::string& gang) {
   if (pod.uid.empty()) return;
   std::lock_guard lock(pending_mu_);
-  pending_[pod.uid] = Pending{req, pod.key(), ++pending_seq_};
+  pending_[pod.uid] = Pending{req, pod.key(), ++pending_seq_, gang};
   if (pending_.size() > config_.max_pending_pods) {
     // Forget the oldest tenth: pods that were filtered long ago and never bound.
     std::vector<std::pair<uint64_t, std::string>> order;
@@ -118,8 +126,26 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
     out.categories["invalid-pod"] = static_cast<int>(node_names.size());
     return out;
   }
+  Result<std::optional<GangSpec>> gang = parseGang(pod, config_.gang_timeout);
+  if (!gang.isOk()) {
+    const std::string reason = "troupe: " + gang.status().message();
+    for (const std::string& n : node_names) out.unresolvable[n] = reason;
+    out.categories["invalid-pod"] = static_cast<int>(node_names.size());
+    return out;
+  }
+  if (gang.value() && req.value().wantsGpus()) {
+    remember(pod, req.value(), gang.value()->key);
+    std::unique_lock lock(mu_);
+    return filterGangLocked(pod, req.value(), *gang.value(), node_names);
+  }
   remember(pod, req.value());
   std::shared_lock lock(mu_);
+  return filterSingleLocked(req.value(), node_names);
+}
+
+FilterResult Scheduler::filterSingleLocked(const GpuRequest& req, const std::vector<std::string>& node_names,
+                                           const std::string& own_gang) const {
+  FilterResult out;
   // Every candidate is looked up first, in a tight loop of independent lookups whose cache
   // misses overlap (at thousands of nodes the node table no longer fits in cache and the
   // lookups dominate), then checked in order.
@@ -131,6 +157,7 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
   // Rejections per category are tallied by the checker's category pointer and added to the
   // map once at the end.
   std::vector<std::pair<const char*, int>> tally;
+  const bool draining = !gangs_.empty();
   for (size_t i = 0; i < node_names.size(); ++i) {
     const std::string& name = node_names[i];
     if (!found[i]) {
@@ -138,11 +165,18 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
       ++out.categories["unknown-node"];
       continue;
     }
-    if (!req.value().wantsGpus()) {
+    if (!req.wantsGpus()) {
       out.passed.push_back(name);
       continue;
     }
-    NodeCheck check = checkNode(*found[i], req.value());
+    if (draining) {
+      if (std::string owner = drainOwner(name); !owner.empty() && owner != own_gang) {
+        out.failed[name] = "troupe: node is kept free for gang " + owner + ", which has waited too long";
+        ++out.categories["drain"];
+        continue;
+      }
+    }
+    NodeCheck check = checkNode(*found[i], req);
     switch (check.fit) {
       case Fit::kFits: out.passed.push_back(name); break;
       case Fit::kBusy: out.failed[name] = std::move(check.reason); break;
@@ -190,7 +224,21 @@ std::vector<HostScore> Scheduler::prioritize(const PodFacts& pod,
     for (const std::string& n : node_names) out.push_back({n, 0});
     return out;
   }
-  remember(pod, req.value());
+  const std::optional<Pending> known = pendingOf(pod.uid);
+  if (known && !known->gang.empty()) {
+    std::shared_lock lock(mu_);
+    auto g = gangs_.find(known->gang);
+    if (g != gangs_.end() && !g->second.slots.empty()) {
+      // A planned member: its slot's node wins outright, every other node gets 0.
+      std::string slot_node;
+      for (const GangSlot& slot : g->second.slots) {
+        if (slot.member_uid == pod.uid) slot_node = slot.node;
+      }
+      for (const std::string& n : node_names) out.push_back({n, n == slot_node ? 10 : 0});
+      return out;
+    }
+  }
+  if (!known) remember(pod, req.value());
   struct Raw {
     const std::string* name;
     double score;
@@ -253,10 +301,9 @@ Result<model::Allocation> Scheduler::reserve(const std::string& pod_uid, const s
   const std::string key = pod_ns + "/" + pod_name;
   std::optional<Pending> pending = pendingOf(pod_uid);
   std::unique_lock lock(mu_);
-  auto it = nodes_.find(node);
-  if (it == nodes_.end()) return notFound("node " + node + " is unknown to Troupe");
   if (auto held = pod_node_.find(pod_uid); held != pod_node_.end()) {
-    if (held->second == node) return *it->second.find(pod_uid);  // a retried bind
+    auto it = nodes_.find(held->second);
+    if (held->second == node && it != nodes_.end()) return *it->second.find(pod_uid);  // a retried bind
     return failedPrecondition("pod " + key + " already holds GPUs on node " + held->second +
                               ", not " + node);
   }
@@ -264,7 +311,13 @@ Result<model::Allocation> Scheduler::reserve(const std::string& pod_uid, const s
     return failedPrecondition("Troupe has no record of pod " + key + " (uid " + pod_uid +
                               "): it must pass Troupe's filter before it can be bound");
   }
-  const GpuRequest& req = pending->request;
+  return reserveLocked(pod_uid, key, node, pending->request);
+}
+
+Result<model::Allocation> Scheduler::reserveLocked(const std::string& pod_uid, const std::string& key,
+                                                   const std::string& node, const GpuRequest& req) {
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return notFound("node " + node + " is unknown to Troupe");
   model::Allocation a;
   a.pod_uid = pod_uid;
   a.pod_key = key;
@@ -282,7 +335,7 @@ Result<model::Allocation> Scheduler::reserve(const std::string& pod_uid, const s
     a.milli_per_gpu = req.milli_per_gpu;
     a.topology_quality = p->topology_quality;
   }
-  if (Status s = it->second.add(a); !s.isOk()) return s;
+  if (Status st = it->second.add(a); !st.isOk()) return st;
   pod_node_[pod_uid] = node;
   return a;
 }
@@ -292,6 +345,10 @@ std::map<std::string, std::vector<std::string>> Scheduler::preempt(
   std::map<std::string, std::vector<std::string>> out;
   Result<GpuRequest> req = parseGpuRequest(pod);
   if (!req.isOk()) return out;  // an invalid pod fits nowhere: veto every candidate
+  // Gangs are placed whole from free capacity; evicting pods for one member would only
+  // strand GPUs, so Troupe vetoes preemption for gang members.
+  Result<std::optional<GangSpec>> gang = parseGang(pod, config_.gang_timeout);
+  if (!gang.isOk() || gang.value()) return out;
   std::shared_lock lock(mu_);
   for (const auto& [name, uids] : victims) {
     auto it = nodes_.find(name);
@@ -334,6 +391,19 @@ ClusterSummary Scheduler::summary() const {
     s.fragmented_gpus += free % largest;
   }
   for (auto& [p, r] : rows) s.by_product.push_back(r);
+  for (const auto& [key, g] : gangs_) {
+    if (g.admitted) {
+      ++s.gangs.admitted;
+    } else if (!g.slots.empty()) {
+      ++s.gangs.planned;
+    } else {
+      ++s.gangs.waiting;
+    }
+    for (const GangSlot& slot : g.slots) {
+      if (!slot.bound) s.gangs.held_gpus += static_cast<int>(slot.gpus.size());
+    }
+    s.gangs.draining_nodes += static_cast<int>(g.drain_nodes.size());
+  }
   return s;
 }
 

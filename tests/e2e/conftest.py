@@ -12,6 +12,11 @@ Fixtures (helpers live in kubehelpers.py):
   scheduler_name  the profile name pods must use ("troupe-scheduler")
   troupe          TroupeControl: stop/start/restart Troupe only
   cluster_nodes   the fleet from build/e2e/cluster.yaml (list of dicts)
+  scheduler_config  build/e2e/scheduler-config.yaml, parsed (which extender verbs are on)
+  troupe_recording  the --record-dir of the running Troupe; restarts Troupe with recording
+                  on if it was started without (scripts/lib-e2e.sh records by default)
+  gpu_invariant   after the test (before its namespace is deleted): no node has more
+                  nvidia.com/gpu requested by bound pods than it has allocatable
 
 There is no kubelet: pods never run. Placement is asserted through
 spec.nodeName; use Kube.set_pod_phase() to fake Running/Succeeded.
@@ -24,7 +29,8 @@ import uuid
 import pytest
 import yaml
 
-from kubehelpers import E2E_DIR, KUBECACHEDIR, KUBECONFIG, STATE_FILE, Kube, TroupeControl, read_state
+from kubehelpers import (E2E_DIR, KUBECACHEDIR, KUBECONFIG, STATE_FILE, Kube, TroupeControl, gpu_overcommit,
+                         read_state, troupe_record_dir)
 
 
 # ---- fixtures -------------------------------------------------------------------
@@ -84,3 +90,30 @@ def namespace(kube, request):
         pods = kube.kubectl("get", "pods", "-n", name, "-o", "wide", check=False).stdout
         print(f"\n--- namespace {name} at failure ---\n{pods}\nevents:\n{kube.describe_events(name)}")
     kube.delete_namespace(name)
+
+
+@pytest.fixture(scope="session")
+def scheduler_config(e2e_state):
+    with open(os.path.join(E2E_DIR, "scheduler-config.yaml"), encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+@pytest.fixture
+def troupe_recording(troupe):
+    """Directory where the running Troupe records request bodies (a fresh one per start)."""
+    if not troupe.is_running():
+        troupe.start()  # a test that stopped Troupe and failed before restarting it
+    path = troupe_record_dir()
+    if path is None:
+        troupe.restart(env={"TROUPE_RECORD": "1"})
+        path = troupe_record_dir()
+    assert path, "Troupe runs without --record-dir even after a restart with TROUPE_RECORD=1"
+    return path
+
+
+@pytest.fixture
+def gpu_invariant(kube, namespace):
+    yield
+    over = gpu_overcommit(kube)
+    assert not over, "nodes with more nvidia.com/gpu requested by bound pods than allocatable " \
+                     f"(node, requested, allocatable): {over}"

@@ -174,6 +174,27 @@ class Kube:
         items = json.loads(self.kubectl("get", "events", "-n", namespace, "-o", "json", *sel).stdout)["items"]
         return sorted(items, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
 
+    def wait_event(self, namespace, name, reason, contains="", timeout=30.0):
+        """Wait for an event on object `name` with this reason whose message contains the
+        text; returns the message."""
+        def find():
+            for e in reversed(self.events(namespace, name)):
+                if e.get("reason") == reason and contains in (e.get("message") or ""):
+                    return e["message"]
+            return None
+        try:
+            return self.wait_for(find, timeout, interval=0.5,
+                                 desc=f"a {reason} event on {namespace}/{name} containing {contains!r}")
+        except TimeoutError as e:
+            raise TimeoutError(f"{e}\nevents:\n{self.describe_events(namespace, name)}") from None
+
+    def pod_condition(self, name, namespace, ctype="PodScheduled"):
+        pod = self.get("pod", name, namespace)
+        for c in pod.get("status", {}).get("conditions") or []:
+            if c.get("type") == ctype:
+                return c
+        return None
+
     def describe_events(self, namespace, name=None):
         try:
             return "\n".join(f"  {e.get('reason')}: {e.get('message')}" for e in self.events(namespace, name)) or "  (none)"
@@ -215,9 +236,9 @@ class TroupeControl:
         self.port = int(state["TROUPE_PORT"])
         self.url = f"http://127.0.0.1:{self.port}"
 
-    def _run(self, action, check=True):
+    def _run(self, action, check=True, env=None):
         p = subprocess.run([os.path.join(SCRIPTS, "troupe-restart.sh"), action],
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120, env=dict(os.environ, **(env or {})))
         if check and p.returncode != 0:
             raise RuntimeError(f"troupe-restart.sh {action} failed:\n{p.stdout}{p.stderr}")
         return p
@@ -225,11 +246,106 @@ class TroupeControl:
     def stop(self):
         self._run("stop")
 
-    def start(self):
-        self._run("start")
+    def start(self, env=None):
+        self._run("start", env=env)
 
-    def restart(self):
-        self._run("restart")
+    def restart(self, env=None):
+        self._run("restart", env=env)
 
     def is_running(self):
         return self._run("status", check=False).returncode == 0
+
+
+# ---- GPU accounting, as kube-scheduler counts it -----------------------------------
+GPU = "nvidia.com/gpu"
+
+
+def _qty_int(value):
+    """An integer quantity such as "8" (nvidia.com/gpu is a whole-number extended resource)."""
+    return int(str(value)) if value not in (None, "") else 0
+
+
+def pod_gpu_request(pod):
+    """nvidia.com/gpu the pod requests: max(sum of app containers + sidecars, each init container
+    + the sidecars started before it), the rule kube-scheduler's NodeResourcesFit uses."""
+    spec = pod.get("spec", {})
+
+    def req(c):
+        res = c.get("resources") or {}
+        return _qty_int((res.get("requests") or {}).get(GPU, (res.get("limits") or {}).get(GPU)))
+
+    total = sum(req(c) for c in spec.get("containers") or [])
+    sidecars = init_peak = 0
+    for c in spec.get("initContainers") or []:
+        if c.get("restartPolicy") == "Always":
+            sidecars += req(c)
+            init_peak = max(init_peak, sidecars)
+        else:
+            init_peak = max(init_peak, sidecars + req(c))
+    return max(total + sidecars, init_peak)
+
+
+def gpu_overcommit(kube):
+    """[(node, requested, allocatable)] for every node where the GPUs requested by the pods
+    bound to it (not finished) exceed its allocatable nvidia.com/gpu. Empty when all is well."""
+    nodes = {n["metadata"]["name"]: _qty_int(n["status"].get("allocatable", {}).get(GPU))
+             for n in kube.get("nodes")["items"]}
+    used = {}
+    for p in kube.get("pods", all_namespaces=True)["items"]:
+        node = p["spec"].get("nodeName")
+        if node and p.get("status", {}).get("phase") not in ("Succeeded", "Failed"):
+            used[node] = used.get(node, 0) + pod_gpu_request(p)
+    return [(n, used[n], nodes.get(n, 0)) for n in sorted(used) if used[n] > nodes.get(n, 0)]
+
+
+# ---- what Troupe recorded (troupe serve --record-dir) ---------------------------------
+def troupe_record_dir(pid_file=os.path.join(E2E_DIR, "pids", "troupe.pid")):
+    """The --record-dir of the running Troupe (read from its command line), or None."""
+    try:
+        with open(pid_file, encoding="utf-8") as f:
+            pid = f.read().split()[0]
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().decode().split("\0")
+    except (OSError, IndexError):
+        return None
+    for i, a in enumerate(argv):
+        if a == "--record-dir" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--record-dir="):
+            return a.split("=", 1)[1]
+    return None
+
+
+class Recorded:
+    """One request body Troupe recorded: verb (filter/prioritize/bind/preempt), path, JSON."""
+
+    def __init__(self, path):
+        self.path = path
+        self.verb = os.path.basename(path).split("-", 1)[0]
+        with open(path, "rb") as f:
+            self.raw = f.read()
+        self.body = json.loads(self.raw)
+
+    @property
+    def pod(self):
+        return self.body.get("Pod") or {}
+
+    @property
+    def pod_uid(self):
+        if self.verb == "bind":
+            return self.body.get("PodUID")
+        return self.pod.get("metadata", {}).get("uid")
+
+    def __repr__(self):
+        return f"Recorded({self.verb}, {self.path})"
+
+
+def recorded_requests(root=os.path.join(E2E_DIR, "record"), since=0.0):
+    """Every body under root (all Troupe starts) written at or after `since` (time.time())."""
+    out = []
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            if name.endswith(".json") and os.path.getmtime(path) >= since:
+                out.append(Recorded(path))
+    return sorted(out, key=lambda r: (os.path.getmtime(r.path), r.path))

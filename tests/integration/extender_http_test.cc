@@ -201,3 +201,45 @@ TEST_CASE("the listener refuses a port that is taken, with a message naming it",
   CHECK_FALSE(st.isOk());
   CHECK(st.message().find(std::to_string(s.port)) != std::string::npos);
 }
+
+TEST_CASE("gang binds over HTTP wait at the barrier and are answered together", "[http][gang]") {
+  Served s;
+  auto memberBody = [](int i) {
+    nlohmann::json pod = {
+        {"metadata", {{"name", "w-" + std::to_string(i)}, {"namespace", "ml"}, {"uid", "uw-" + std::to_string(i)},
+                      {"annotations", {{"troupe.dev/gang", "train"}, {"troupe.dev/gang-size", "3"}}}}},
+        {"spec", {{"containers", {{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", "4"}}}}}}}}}},
+        {"status", nlohmann::json::object()}};
+    return nlohmann::json{{"Pod", pod}, {"Nodes", nullptr},
+                          {"NodeNames", {"gpu-node-a1", "gpu-node-a2", "gpu-node-a3"}}}.dump();
+  };
+  std::vector<std::string> planned;
+  for (int i = 0; i < 3; ++i) {
+    auto reply = s.call("POST", "/filter", memberBody(i));
+    auto names = nlohmann::json::parse(reply.body)["NodeNames"];
+    REQUIRE(names.size() == 1);
+    planned.push_back(names[0]);
+  }
+  std::atomic<int> answered{0};
+  std::vector<std::string> errors(3);
+  std::vector<std::thread> binds;
+  for (int i = 0; i < 2; ++i) {
+    binds.emplace_back([&, i] {
+      nlohmann::json b = {{"PodName", "w-" + std::to_string(i)}, {"PodNamespace", "ml"},
+                          {"PodUID", "uw-" + std::to_string(i)}, {"Node", planned[static_cast<size_t>(i)]}};
+      errors[static_cast<size_t>(i)] = nlohmann::json::parse(s.call("POST", "/bind", b.dump()).body)["Error"];
+      ++answered;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(answered.load() == 0);  // two of three members: held at the barrier
+  CHECK(s.call("GET", "/healthz").status == 200);  // and the server still answers others
+  nlohmann::json last = {{"PodName", "w-2"}, {"PodNamespace", "ml"}, {"PodUID", "uw-2"}, {"Node", planned[2]}};
+  errors[2] = nlohmann::json::parse(s.call("POST", "/bind", last.dump()).body)["Error"];
+  for (auto& t : binds) t.join();
+  CHECK(answered.load() == 2);
+  for (const std::string& e : errors) CHECK(e.empty());
+  auto metrics = s.call("GET", "/metrics").body;
+  CHECK(metrics.find("troupe_gangs{state=\"admitted\"} 1") != std::string::npos);
+  CHECK(metrics.find("troupe_gang_time_to_admit_seconds_count 1") != std::string::npos);
+}

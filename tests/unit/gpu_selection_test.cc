@@ -55,6 +55,10 @@ std::vector<Named> smallTopologies() {
                        ["PIX","PHB","SYS","X","NV2","NODE"],
                        ["PHB","PIX","SYS","NV2","X","NODE"],
                        ["SYS","SYS","PXB","NODE","NODE","X"]])"},
+      // NVLink slower than PCIe (NV1 = 25 GB/s, PIX = 32 GB/s): the best pair overall crosses
+      // domains, so one_domain must settle for a slower pair.
+      {"slow-nvlink-4", R"([["X","NV1","PIX","SYS"],["NV1","X","SYS","PIX"],
+                            ["PIX","SYS","X","NV1"],["SYS","PIX","NV1","X"]])"},
       // Two NVSwitch islands of four with different speeds.
       {"islands-8", R"([["X","NVS","NVS","NVS","SYS","SYS","SYS","SYS"],
                         ["NVS","X","NVS","NVS","SYS","SYS","SYS","SYS"],
@@ -355,6 +359,22 @@ TEST_CASE("gpu selection: DGX-1 V100 matches go-gpuallocator besteffort", "[sele
     REQUIRE(rest.has_value());
     CHECK(rest->bottleneck == Approx(25.0));
   }
+}
+
+TEST_CASE("gpu selection: one_domain keeps the set inside an NVLink domain even when slower",
+          "[selection]") {
+  auto t = troupe::model::topologyFromMatrix({{"X", "NV1", "PIX", "SYS"}, {"NV1", "X", "SYS", "PIX"},
+                                              {"PIX", "SYS", "X", "NV1"}, {"SYS", "PIX", "NV1", "X"}},
+                                             25.0, 32.0);
+  REQUIRE(t.isOk());
+  auto any = chooseWholeGpus(t.value(), 0xF, 2, false);
+  REQUIRE(any.has_value());
+  CHECK(any->mask == 0x5u);  // {0,2} over PCIe, 32 GB/s
+  auto inside = chooseWholeGpus(t.value(), 0xF, 2, true);
+  REQUIRE(inside.has_value());
+  CHECK(inside->mask == 0x3u);  // {0,1} over NV1, 25 GB/s
+  CHECK(inside->bottleneck == Approx(25.0));
+  CHECK_FALSE(chooseWholeGpus(t.value(), 0x5, 2, true).has_value());  // {0,2}: two domains
 }
 
 TEST_CASE("gpu selection: 4x RTX 8000 pairs follow the NVLink bridges", "[selection][parity]") {

@@ -564,3 +564,114 @@ TEST_CASE("wire: nodes take capacity when allocatable lacks the GPU resource", "
   REQUIRE_FALSE(no_meta.isOk());
   CHECK_THAT(no_meta.status().message(), Catch::Contains("metadata"));
 }
+
+namespace {
+
+// What the encoders must produce, built the slow way with the JSON library.
+std::string referenceFilterResult(const troupe::http::ExtenderArgs& args, const troupe::sched::FilterResult& r) {
+  using troupe::http::OrderedJson;
+  OrderedJson out = OrderedJson::object();
+  if (args.node_cache_mode) {
+    out["Nodes"] = nullptr;
+    out["NodeNames"] = r.passed;
+  } else {
+    OrderedJson items = OrderedJson::array();
+    for (size_t i = 0, next = 0; i < args.node_names.size() && next < r.passed.size(); ++i) {
+      if (args.node_names[i] == r.passed[next]) {
+        items.push_back(args.node_objects[i]);
+        ++next;
+      }
+    }
+    out["Nodes"] = OrderedJson{{"metadata", OrderedJson::object()}, {"items", items}};
+    out["NodeNames"] = nullptr;
+  }
+  out["FailedNodes"] = r.failed.empty() ? OrderedJson(nullptr) : OrderedJson(r.failed);
+  out["FailedAndUnresolvableNodes"] = r.unresolvable.empty() ? OrderedJson(nullptr) : OrderedJson(r.unresolvable);
+  out["Error"] = "";
+  return out.dump();
+}
+
+}  // namespace
+
+TEST_CASE("wire: hand-written encoders write the JSON library's bytes", "[wire]") {
+  const std::string texts[] = {
+      "gpu-node-a1",
+      "",
+      "troupe: reason with \"quotes\" and a \\ backslash",
+      "only \"quotes\"",
+      "only a \\ backslash",
+      "line\nbreak\tand tab",
+      std::string("ctl\x01\x1f", 5),
+      "del\x7f",
+      "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac",  // UTF-8: é and 日本
+      "html <b> & </b>",
+      "/slash/",
+  };
+  for (const std::string& t : texts) {
+    INFO("text: " << t);
+    troupe::http::ExtenderArgs args;
+    args.node_names = {t, "other"};
+    troupe::sched::FilterResult r;
+    r.passed = {t};
+    r.failed[t] = t;
+    r.unresolvable["z" + t] = t + t;
+    CHECK(troupe::http::encodeFilterResult(args, r) == referenceFilterResult(args, r));
+    r.failed.clear();
+    CHECK(troupe::http::encodeFilterResult(args, r) == referenceFilterResult(args, r));
+
+    troupe::http::OrderedJson list = troupe::http::OrderedJson::array();
+    list.push_back({{"Host", t}, {"Score", 10}});
+    list.push_back({{"Host", "b"}, {"Score", 0}});
+    CHECK(troupe::http::encodeHostPriorityList({{t, 10}, {"b", 0}}) == list.dump());
+    CHECK(parse(troupe::http::encodeBindingResult(t))["Error"] == t);
+  }
+  // Many survivors and reasons, in full-object mode too.
+  troupe::http::ExtenderArgs full;
+  full.node_cache_mode = false;
+  troupe::sched::FilterResult r;
+  for (int i = 0; i < 50; ++i) {
+    const std::string name = "node-" + std::to_string(i);
+    full.node_names.push_back(name);
+    full.node_objects.push_back(Json::parse(R"({"metadata":{"name":")" + name +
+                                            R"(","labels":{"z":"1","a":"2"}},"status":{"n":[1,2.5,null,true]}})"));
+    if (i % 3 == 0) r.passed.push_back(name);
+    else if (i % 3 == 1) r.failed[name] = "busy";
+    else r.unresolvable[name] = "never";
+  }
+  CHECK(troupe::http::encodeFilterResult(full, r) == referenceFilterResult(full, r));
+}
+
+TEST_CASE("wire: request bodies parse to the same document as Json::parse", "[wire]") {
+  // Nested objects in arrays in objects, empty containers, duplicate keys (first position,
+  // last value), numbers of every kind, unicode escapes: all inside a node object, which the
+  // decoder keeps and hands back verbatim in full-object mode.
+  const std::string node =
+      R"({"metadata":{"name":"n1","labels":{"b":"1","a":"2","b":"3"},"annotations":{}},)"
+      R"("spec":{"taints":[{"key":"k","effect":"NoSchedule"},{}],"podCIDRs":[]},)"
+      R"("status":{"capacity":{"nvidia.com/gpu":"8"},"deep":[[1,[2,[3,{"x":[{"y":{"z":[]}}]}]]],[],{}],)"
+      R"("nums":[0,-1,18446744073709551615,-9223372036854775808,1.5,-2.5e-3,1e300],)"
+      R"("text":"\u00e9\u65e5\n\"q\"","flags":[true,false,null]}})";
+  const std::string body = R"({"Pod":{"metadata":{"name":"p"}},"Nodes":{"metadata":{},"items":[)" + node + "," +
+                           node + R"(]},"NodeNames":null})";
+  auto args = mustDecodeArgs(body);
+  REQUIRE(args.node_objects.size() == 2);
+  const Json want = Json::parse(node);
+  for (const Json& got : args.node_objects) {
+    CHECK(got == want);
+    CHECK(got.dump() == want.dump());
+  }
+  CHECK(args.nodes[0].labels == troupe::model::StringMap{{"a", "2"}, {"b", "3"}});
+  CHECK(args.nodes[0].allocatable_gpus == "8");
+
+  // Duplicate top-level keys: the last value wins, as Go's decoder does.
+  auto dup = mustDecodeArgs(R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":["a"],"NodeNames":["b","c"]})");
+  CHECK(dup.node_names == std::vector<std::string>{"b", "c"});
+
+  for (const char* bad : {R"({"Pod":{}} trailing)", R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":["a"]}})",
+                          R"({"a":[1,2})", "{\"a\":\"\xff\"}", "nul"}) {
+    INFO(bad);
+    auto r = troupe::http::decodeExtenderArgs(bad);
+    REQUIRE_FALSE(r.isOk());
+    checkInvalid(r.status(), "not valid JSON");
+  }
+}

@@ -42,6 +42,7 @@ inline Status invalidArgument(std::string m) { return {Code::kInvalidArgument, s
 inline Status notFound(std::string m) { return {Code::kNotFound, std::move(m)}; }
 inline Status failedPrecondition(std::string m) { return {Code::kFailedPrecondition, std::move(m)}; }
 inline Status unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
+inline Status deadlineExceeded(std::string m) { return {Code::kDeadlineExceeded, std::move(m)}; }
 inline Status internalError(std::string m) { return {Code::kInternal, std::move(m)}; }
 
 // A value or the Status that explains why there is none. Check isOk() before value().

@@ -79,6 +79,7 @@ struct Allocation {
   int64_t cpu_milli = 0;
   int64_t memory_bytes = 0;
   double topology_quality = 1.0;    // of the GPU set when Troupe chose it (1 = best possible)
+  std::string gang;                 // the gang key of a member, "" otherwise
 };
 
 // A node and its allocations. Not thread-safe: the Scheduler guards it.

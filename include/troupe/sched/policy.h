@@ -1,11 +1,16 @@
 // Scoring policies and their weights.
 //
-// troupe (default): a weighted sum of
-//   pack      how full the node is after the placement (fill nodes before opening new ones)
-//   topology  how well the chosen GPUs are connected: half relative to the best set this node
-//             offers, half absolute (bottleneck GB/s against NVSwitch H100's 450)
-//   domains   whether the placement keeps untouched NVLink domains whole
-// binpack: pack only. spread: the emptiest node wins.
+// troupe (default): fragmentation first, measured against the mix of requests seen recently
+//   (FGD's idea, on the live mix), then topology and packing:
+//   fragmentation  how much the placement raises the node's expected fragmentation, quantised
+//                  like FGD's integer score so that near-equal nodes tie and fill in a fixed order
+//   topology       how well the chosen GPUs are connected: half relative to the best set this
+//                  node offers, half absolute (bottleneck GB/s against NVSwitch H100's 450)
+//   pack / domains how full the node is after, and whether untouched NVLink domains stay whole
+// fgd, best-fit, dot-product, gpu-packing, gpu-clustering, random: the FGD paper's policies,
+//   as its artifact scores them (see baseline_scores.h and fragmentation.h).
+// kube: the stock kube-scheduler's resource scoring (least allocated + balanced CPU/memory).
+// binpack: the fullest node wins. spread: the emptiest node wins.
 #pragma once
 
 #include <string>
@@ -16,7 +21,18 @@
 
 namespace troupe::sched {
 
-enum class PolicyKind { kTroupe, kBinpack, kSpread };
+enum class PolicyKind {
+  kTroupe,
+  kFgd,
+  kBestFit,
+  kDotProduct,
+  kGpuPacking,
+  kGpuClustering,
+  kRandom,
+  kKube,
+  kBinpack,
+  kSpread,
+};
 
 struct PolicyConfig {
   PolicyKind kind = PolicyKind::kTroupe;
@@ -28,6 +44,7 @@ struct PolicyConfig {
 const char* policyName(PolicyKind kind);
 Result<PolicyKind> parsePolicy(std::string_view name);
 std::vector<std::string> policyNames();
+std::vector<PolicyKind> allPolicies();
 // Every problem, with its field path ("policy.weights.pack: must be >= 0, got -1").
 std::vector<std::string> validatePolicy(const PolicyConfig& config);
 

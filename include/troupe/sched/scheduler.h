@@ -18,23 +18,38 @@
 
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
+#include "troupe/sched/gang.h"
+#include "troupe/sched/gang_planner.h"
 #include "troupe/sched/placement.h"
 #include "troupe/sched/pod_request.h"
 #include "troupe/sched/policy.h"
 
 namespace troupe::sched {
 
+using Clock = std::chrono::steady_clock;
+
 struct SchedulerConfig {
   PolicyConfig policy;
   size_t max_pending_pods = 100000;  // pods remembered between filter and bind
+  // Gangs: the default bind-barrier wait (troupe.dev/gang-timeout overrides per gang); how
+  // long a gang may wait for capacity before the nodes it needs stop taking other pods; how
+  // recently a waiting gang must have been seen to keep its place in line.
+  std::chrono::milliseconds gang_timeout{std::chrono::minutes(5)};
+  std::chrono::milliseconds gang_starvation{std::chrono::minutes(2)};
+  std::chrono::milliseconds gang_active_window{std::chrono::seconds(60)};
+  std::function<Clock::time_point()> clock;  // injected for tests; steady_clock by default
 };
+
+// Called exactly once with the pod's allocation or the reason it was refused; never under
+// the Scheduler's locks, possibly on another thread (a gang's last member releases them all).
+using BindCallback = std::function<void(Result<model::Allocation>)>;
 
 struct FilterResult {
   std::vector<std::string> passed;
   std::map<std::string, std::string> failed;        // preemption may help
   std::map<std::string, std::string> unresolvable;  // it cannot
   // Rejection counts by category, for metrics: "invalid-pod", "unknown-node", "no-gpus",
-  // "model", "memory", "count", "topology", "busy".
+  // "model", "memory", "count", "topology", "busy", "gang", "drain".
   std::map<std::string, int> categories;
 };
 
@@ -54,6 +69,13 @@ struct ClusterSummary {
     int nodes_with_free_8 = 0;  // nodes that can still take an 8-GPU pod
   };
   std::vector<Row> by_product;
+  struct Gangs {
+    int waiting = 0;   // seen, no plan (does not fit, or waits its turn)
+    int planned = 0;   // GPUs held, members steered, not all bound yet
+    int admitted = 0;  // every minimum member bound
+    int held_gpus = 0;
+    int draining_nodes = 0;
+  } gangs;
   int pods = 0;
   int pending = 0;
   // GPUs that are free but sit on nodes with fewer free GPUs than the common request sizes
@@ -88,6 +110,23 @@ class Scheduler {
   // Chooses the pod's GPUs on `node` and records them. Idempotent for the same pod and node.
   Result<model::Allocation> reserve(const std::string& pod_uid, const std::string& pod_ns,
                                     const std::string& pod_name, const std::string& node);
+  // Binds a pod: a gang member waits at the gang's barrier until its minimum members have all
+  // arrived (then all are reserved together) or the gang timeout passes (then all fail and the
+  // gang's GPUs are released); any other pod is reserved at once.
+  void bind(const std::string& pod_uid, const std::string& pod_ns, const std::string& pod_name,
+            const std::string& node, BindCallback done);
+  // Expires gang barriers and plans nobody claims; call it every ~100 ms.
+  void tick();
+  // The pod is gone (deleted, or will not come back): drop what it claimed but did not bind.
+  void forgetPod(const std::string& pod_uid);
+  // Gang events since the last call, for metrics: seconds from first sight to admission, and
+  // the number of barrier timeouts.
+  struct GangEvents {
+    std::vector<double> admit_seconds;
+    int timeouts = 0;
+  };
+  GangEvents drainGangEvents();
+
   // For each candidate node, keeps the victims only if evicting them lets the pod fit there.
   std::map<std::string, std::vector<std::string>> preempt(
       const PodFacts& pod, const std::map<std::string, std::vector<std::string>>& victims);
@@ -100,9 +139,48 @@ class Scheduler {
     GpuRequest request;
     std::string key;
     uint64_t seq = 0;
+    std::string gang;  // gang key, "" for a pod on its own
   };
-  void remember(const PodFacts& pod, const GpuRequest& req);
+  struct Waiter {
+    std::string uid, key, node;
+    BindCallback done;
+  };
+  struct Gang {
+    GangSpec spec;
+    GpuRequest request;
+    int64_t priority = 0;
+    uint64_t arrival = 0;
+    Clock::time_point first_seen, last_seen, barrier_deadline;
+    std::vector<GangSlot> slots;          // the plan; empty = not planned
+    std::vector<Waiter> waiting;          // binds held at the barrier
+    std::vector<std::string> drain_nodes;  // nodes kept free for it after gang_starvation
+    bool admitted = false;
+    std::string last_reason;
+  };
+  using Completion = std::pair<BindCallback, Result<model::Allocation>>;
+
+  void remember(const PodFacts& pod, const GpuRequest& req, const std::string& gang = "");
   std::optional<Pending> pendingOf(const std::string& uid) const;
+  Clock::time_point now() const;
+  Result<model::Allocation> reserveLocked(const std::string& pod_uid, const std::string& key,
+                                          const std::string& node, const GpuRequest& req);
+
+  // Filter for a pod on its own (or a member of an admitted gang); caller holds mu_.
+  FilterResult filterSingleLocked(const GpuRequest& req, const std::vector<std::string>& node_names,
+                                  const std::string& own_gang = "") const;
+  // Gang internals; the caller holds mu_ exclusively.
+  FilterResult filterGangLocked(const PodFacts& pod, const GpuRequest& req, const GangSpec& spec,
+                                const std::vector<std::string>& node_names);
+  Gang& gangFor(const PodFacts& pod, const GpuRequest& req, const GangSpec& spec);
+  bool planLocked(Gang& gang, const std::vector<std::string>& candidates, std::string* reason, bool* never);
+  void releasePlanLocked(Gang& gang);
+  bool aheadOf(const Gang& a, const Gang& b) const;
+  std::string drainOwner(const std::string& node) const;  // caller holds mu_ (any mode)
+  void expireLocked(std::vector<Completion>* out);
+
+  std::map<std::string, Gang> gangs_;   // guarded by mu_
+  uint64_t gang_arrivals_ = 0;          // guarded by mu_
+  GangEvents gang_events_;              // guarded by mu_
 
   SchedulerConfig config_;
   model::TopologyCatalog catalog_;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include <cpprest/http_listener.h>
 
@@ -26,10 +27,37 @@ ExtenderHandler::ExtenderHandler(HandlerOptions options, sched::Scheduler& sched
                                  metrics::Metrics& metrics, Logger& logger)
     : options_(std::move(options)), scheduler_(scheduler), metrics_(metrics), logger_(logger) {}
 
-HttpResponse ExtenderHandler::handle(const std::string& method, const std::string& raw_path,
+HttpResponse ExtenderHandler::handle(const std::string& method, const std::string& path,
                                      const std::string& body) {
+  std::promise<HttpResponse> promise;
+  std::future<HttpResponse> answer = promise.get_future();
+  handleAsync(method, path, body, [&promise](HttpResponse r) { promise.set_value(std::move(r)); });
+  return answer.get();
+}
+
+void ExtenderHandler::handleAsync(const std::string& method, const std::string& raw_path,
+                                  const std::string& body, Reply reply) {
   std::string path = raw_path.substr(0, raw_path.find('?'));
   while (path.size() > 1 && path.back() == '/') path.pop_back();
+  const auto start = Clock::now();
+  std::string verb;
+  HttpResponse early = route(method, path, body, &verb);
+  if (verb != "bind" || early.status != 0) {
+    if (early.status == 0) early = HttpResponse{500, encodeHttpError("internal error: unrouted request"), "application/json"};
+    reply(std::move(early));
+    return;
+  }
+  // Bind answers later: when the pod's gang is complete, or at once for a pod on its own.
+  bind(body, [this, start, reply = std::move(reply)](HttpResponse r) {
+    const bool failed = r.body.find("\"Error\":\"\"") == std::string::npos;
+    metrics_.observeRequest("bind", r.status == 400 ? "bad_request" : failed ? "error" : "ok", secondsSince(start));
+    reply(std::move(r));
+  });
+}
+
+// Everything but bind is answered here; for bind, *verb is set and status 0 means "go on".
+HttpResponse ExtenderHandler::route(const std::string& method, const std::string& path,
+                                    const std::string& body, std::string* verb_out) {
   try {
     if (method == "GET") {
       if (path == "/healthz") return {200, "ok\n", "text/plain"};
@@ -39,6 +67,7 @@ HttpResponse ExtenderHandler::handle(const std::string& method, const std::strin
       }
       if (path == "/metrics") {
         metrics_.refreshCluster(scheduler_.summary());
+        metrics_.observeGangEvents(scheduler_.drainGangEvents());
         return {200, metrics_.serialize(), "text/plain; version=0.0.4"};
       }
     }
@@ -61,11 +90,22 @@ HttpResponse ExtenderHandler::handle(const std::string& method, const std::strin
               "application/json"};
     }
     if (!options_.record_dir.empty()) record(verb, body);
+    if (!ready()) {
+      // Until the first sync Troupe does not know which GPUs are taken; answering would risk
+      // handing them out twice. kube-scheduler retries the pod after its backoff.
+      const std::string why = "troupe: not ready: the cluster state is not synced yet; retry shortly";
+      metrics_.observeRequest(verb, "error", 0);
+      *verb_out = verb;
+      if (verb == "filter") return ok(encodeFilterError(why));
+      if (verb == "bind") return ok(encodeBindingResult(why));
+      return {503, encodeHttpError(why), "application/json"};  // prioritize and preempt have no Error field
+    }
+    if (verb == "bind") {
+      *verb_out = verb;
+      return {0, "", ""};
+    }
     const auto start = Clock::now();
-    HttpResponse r = verb == "filter"       ? filter(body)
-                     : verb == "prioritize" ? prioritize(body)
-                     : verb == "bind"       ? bind(body)
-                                            : preempt(body);
+    HttpResponse r = verb == "filter" ? filter(body) : verb == "prioritize" ? prioritize(body) : preempt(body);
     std::string outcome = r.status == 400 ? "bad_request" : "ok";
     if (r.status == 200 && r.body.find("\"Error\":\"") != std::string::npos &&
         r.body.find("\"Error\":\"\"") == std::string::npos) {
@@ -73,6 +113,7 @@ HttpResponse ExtenderHandler::handle(const std::string& method, const std::strin
     }
     metrics_.observeRequest(verb, outcome, secondsSince(start));
     if (r.status == 400) logger_.warn("bad request", {{"verb", verb}, {"error", r.body}});
+    *verb_out = verb;
     return r;
   } catch (const std::exception& e) {
     // Last resort: a bug must not take the scheduler's extender down.
@@ -112,21 +153,51 @@ HttpResponse ExtenderHandler::prioritize(const std::string& body) {
   return ok(encodeHostPriorityList(scheduler_.prioritize(args.value().pod, args.value().node_names)));
 }
 
-HttpResponse ExtenderHandler::bind(const std::string& body) {
+void ExtenderHandler::bind(const std::string& body, Reply reply) {
   Result<BindingArgs> args = decodeBindingArgs(body);
-  if (!args.isOk()) return badRequest(args.status().message());
-  const BindingArgs& b = args.value();
-  Result<model::Allocation> a = scheduler_.reserve(b.pod_uid, b.pod_namespace, b.pod_name, b.node);
-  if (!a.isOk()) {
-    logger_.warn("bind refused", {{"pod", b.pod_namespace + "/" + b.pod_name}, {"node", b.node},
-                                  {"error", a.status().message()}});
-    return ok(encodeBindingResult(a.status().message()));
+  if (!args.isOk()) {
+    reply(badRequest(args.status().message()));
+    return;
   }
-  std::string gpus;
-  for (int g : a.value().gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
-  logger_.info("bound", {{"pod", b.pod_namespace + "/" + b.pod_name}, {"node", b.node}, {"gpus", gpus}});
-  metrics_.observePlacement(a.value().topology_quality, a.value().topology_quality >= 1.0 - 1e-9);
-  return ok(encodeBindingResult(""));
+  const BindingArgs b = args.value();
+  if (binder_) {
+    binder_->bindAsync(b, [this, b, reply = std::move(reply)](Result<model::Allocation> a) {
+      const std::string pod = b.pod_namespace + "/" + b.pod_name;
+      if (!a.isOk()) {
+        logger_.warn("bind failed", {{"pod", pod}, {"node", b.node}, {"error", a.status().message()}});
+        reply(ok(encodeBindingResult(a.status().message())));
+        return;
+      }
+      std::string gpus;
+      for (int g : a.value().gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+      logger_.info("bound", {{"pod", pod}, {"node", b.node}, {"gpus", gpus}, {"gang", a.value().gang}});
+      metrics_.observePlacement(a.value().topology_quality, a.value().topology_quality >= 1.0 - 1e-9);
+      reply(ok(encodeBindingResult("")));
+    });
+    return;
+  }
+  scheduler_.bind(b.pod_uid, b.pod_namespace, b.pod_name, b.node,
+                  [this, b, reply = std::move(reply)](Result<model::Allocation> a) {
+    const std::string pod = b.pod_namespace + "/" + b.pod_name;
+    if (!a.isOk()) {
+      logger_.warn("bind refused", {{"pod", pod}, {"node", b.node}, {"error", a.status().message()}});
+      reply(ok(encodeBindingResult(a.status().message())));
+      return;
+    }
+    if (post_bind_) {
+      if (Status st = post_bind_(b, a.value()); !st.isOk()) {
+        scheduler_.release(b.pod_uid);  // no GPU stays held for a pod that did not bind
+        logger_.warn("bind failed", {{"pod", pod}, {"node", b.node}, {"error", st.message()}});
+        reply(ok(encodeBindingResult(st.message())));
+        return;
+      }
+    }
+    std::string gpus;
+    for (int g : a.value().gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+    logger_.info("bound", {{"pod", pod}, {"node", b.node}, {"gpus", gpus}, {"gang", a.value().gang}});
+    metrics_.observePlacement(a.value().topology_quality, a.value().topology_quality >= 1.0 - 1e-9);
+    reply(ok(encodeBindingResult("")));
+  });
 }
 
 HttpResponse ExtenderHandler::preempt(const std::string& body) {
@@ -188,7 +259,7 @@ Status ExtenderServer::start() {
         });
       };
       if (length > limit) {
-        reply(impl->handler.handle(method, path, std::string(limit + 1, ' ')));
+        impl->handler.handleAsync(method, path, std::string(limit + 1, ' '), reply);
         return;
       }
       request.extract_vector().then([impl, method, path, reply](pplx::task<std::vector<unsigned char>> t) mutable {
@@ -201,7 +272,7 @@ Status ExtenderServer::start() {
                              "application/json"});
           return;
         }
-        reply(impl->handler.handle(method, path, body));
+        impl->handler.handleAsync(method, path, body, reply);
       });
     });
     impl_->listener->open().wait();

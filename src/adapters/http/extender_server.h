@@ -17,6 +17,7 @@
 #include <string>
 
 #include "adapters/http/logger.h"
+#include "adapters/http/wire.h"
 #include "adapters/metrics/metrics.h"
 #include "troupe/common/status.h"
 #include "troupe/sched/scheduler.h"
@@ -34,12 +35,34 @@ struct HandlerOptions {
   std::string record_dir;             // when set, every extender request body is saved here
 };
 
+// What happens once Troupe has chosen a pod's GPUs at bind: nothing more in standalone mode;
+// with a Kubernetes API, write the troupe.dev/gpus annotation and create the Binding. A
+// failure is returned to kube-scheduler and the GPUs are released.
+using PostBind = std::function<Status(const BindingArgs& args, const model::Allocation& allocation)>;
+using Reply = std::function<void(HttpResponse)>;
+
+// Kubernetes mode: binds through the API server on its own threads (reads the pod, reserves
+// its GPUs through Scheduler::bind, writes troupe.dev/gpus, creates the Binding) and decides
+// itself what stays held when something fails. Answers through `done` exactly once.
+class PodBinder {
+ public:
+  virtual ~PodBinder() = default;
+  virtual void bindAsync(const BindingArgs& args, std::function<void(Result<model::Allocation>)> done) = 0;
+};
+
 class ExtenderHandler {
  public:
   ExtenderHandler(HandlerOptions options, sched::Scheduler& scheduler, metrics::Metrics& metrics,
                   Logger& logger);
 
+  // Answers through `reply`, exactly once. Binds of gang members answer only when the whole
+  // gang has arrived (or its timeout passed), so the server must not block a thread on them.
+  void handleAsync(const std::string& method, const std::string& path, const std::string& body, Reply reply);
+  // The same, waiting for the answer (tests, and callers that own a thread per request).
   HttpResponse handle(const std::string& method, const std::string& path, const std::string& body);
+  void setPostBind(PostBind post_bind) { post_bind_ = std::move(post_bind); }
+  // Not owned; it must outlive every bind in flight. When set, it does the whole bind.
+  void setBinder(PodBinder* binder) { binder_ = binder; }
   // Readiness is decided by whoever owns the model (e.g. a cluster watch after its first sync).
   void setReady(bool ready) { ready_.store(ready); }
   bool ready() const { return ready_.load(); }
@@ -48,7 +71,9 @@ class ExtenderHandler {
  private:
   HttpResponse filter(const std::string& body);
   HttpResponse prioritize(const std::string& body);
-  HttpResponse bind(const std::string& body);
+  void bind(const std::string& body, Reply reply);
+  HttpResponse route(const std::string& method, const std::string& path, const std::string& body,
+                     std::string* verb);
   HttpResponse preempt(const std::string& body);
   void record(const std::string& verb, const std::string& body);
 
@@ -58,6 +83,8 @@ class ExtenderHandler {
   Logger& logger_;
   std::atomic<bool> ready_{true};
   std::atomic<uint64_t> record_seq_{0};
+  PostBind post_bind_;
+  PodBinder* binder_ = nullptr;
 };
 
 class ExtenderServer {

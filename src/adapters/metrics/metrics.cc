@@ -55,7 +55,31 @@ Metrics::Metrics(const std::string& version)
                 .Name("troupe_gpu_pods")
                 .Help("Pods holding GPUs in Troupe's model.")
                 .Register(*registry_)
-                .Add({})) {
+                .Add({})),
+      gangs_(prometheus::BuildGauge()
+                 .Name("troupe_gangs")
+                 .Help("Gangs Troupe tracks, by state: waiting (nothing held), planned (GPUs held, members binding), admitted.")
+                 .Register(*registry_)),
+      gang_held_gpus_(prometheus::BuildGauge()
+                          .Name("troupe_gang_reserved_gpus")
+                          .Help("GPUs held for planned gangs whose members are not all bound yet.")
+                          .Register(*registry_)
+                          .Add({})),
+      draining_nodes_(prometheus::BuildGauge()
+                          .Name("troupe_gang_draining_nodes")
+                          .Help("Nodes kept free of new pods for a gang that has waited past the starvation threshold.")
+                          .Register(*registry_)
+                          .Add({})),
+      gang_admit_seconds_(prometheus::BuildHistogram()
+                              .Name("troupe_gang_time_to_admit_seconds")
+                              .Help("Time from a gang's first member reaching Troupe to all of its minimum members bound.")
+                              .Register(*registry_)
+                              .Add({}, prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800})),
+      gang_timeouts_(prometheus::BuildCounter()
+                         .Name("troupe_gang_timeouts_total")
+                         .Help("Gang bind barriers that timed out before all members arrived (the gang is released and planned again).")
+                         .Register(*registry_)
+                         .Add({})) {
   prometheus::BuildGauge()
       .Name("troupe_build_info")
       .Help("Troupe's version; always 1.")
@@ -96,8 +120,18 @@ void Metrics::refreshCluster(const sched::ClusterSummary& s) {
     nodes_.Add({{"product", r.product}}).Set(r.nodes);
   }
   fragmented_.Set(s.fragmented_gpus);
+  gangs_.Add({{"state", "waiting"}}).Set(s.gangs.waiting);
+  gangs_.Add({{"state", "planned"}}).Set(s.gangs.planned);
+  gangs_.Add({{"state", "admitted"}}).Set(s.gangs.admitted);
+  gang_held_gpus_.Set(s.gangs.held_gpus);
+  draining_nodes_.Set(s.gangs.draining_nodes);
   pending_.Set(s.pending);
   pods_.Set(s.pods);
+}
+
+void Metrics::observeGangEvents(const sched::Scheduler::GangEvents& events) {
+  for (double seconds : events.admit_seconds) gang_admit_seconds_.Observe(seconds);
+  if (events.timeouts > 0) gang_timeouts_.Increment(events.timeouts);
 }
 
 std::string Metrics::serialize() {

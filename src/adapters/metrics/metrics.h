@@ -28,6 +28,8 @@ class Metrics {
   void countRejections(const std::map<std::string, int>& categories);
   // A pod placed (reserved) with the topology quality (0..1) of its GPU set.
   void observePlacement(double topology_quality, bool best_possible);
+  // Gang admissions (time from first sight to all members bound) and barrier timeouts.
+  void observeGangEvents(const sched::Scheduler::GangEvents& events);
   // Snapshot gauges from the scheduler's model; called before each scrape.
   void refreshCluster(const sched::ClusterSummary& summary);
   // The text exposition format (version 0.0.4).
@@ -45,6 +47,11 @@ class Metrics {
   prometheus::Gauge& fragmented_;
   prometheus::Gauge& pending_;
   prometheus::Gauge& pods_;
+  prometheus::Family<prometheus::Gauge>& gangs_;
+  prometheus::Gauge& gang_held_gpus_;
+  prometheus::Gauge& draining_nodes_;
+  prometheus::Histogram& gang_admit_seconds_;
+  prometheus::Counter& gang_timeouts_;
   std::mutex cluster_mu_;  // refreshCluster replaces label sets as a whole
 };
 

@@ -1,0 +1,59 @@
+// GPU fragmentation of a node relative to a request mix (FGD, Weng et al., ATC '23).
+//
+// For one typical request m, the fragment f(node, m) is the free milli-GPU that m cannot use:
+// all of it when m is CPU-only, when m's models exclude the node's, or when m does not fit
+// (too little CPU left, fewer than m.gpus GPUs with m's milli free); otherwise the free milli on
+// the GPUs with less than m's milli free. F(node) = sum over the mix of p_m * f(node, m), in
+// milli-GPU. A placement is good when it raises F little: FGD scores it
+// int(100 * sigmoid((F_before - F_after) / 1000)).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_map>
+
+#include "troupe/model/node.h"
+#include "troupe/sched/request_mix.h"
+
+namespace troupe::sched {
+
+// Bit i set: typical request i of `mix` accepts GPUs of `product` (the first 64 entries).
+uint64_t mixAccess(const RequestMix& mix, const std::string& product);
+
+// F for a node with `cpu_left` milli-CPU and `free_milli` per GPU. Summed per category and
+// combined at the end, as the FGD artifact does, so the truncated scores agree with it.
+double fragmentation(const RequestMix& mix, uint64_t access, int64_t cpu_left,
+                     std::span<const int64_t> free_milli);
+
+// FGD's integer score for a fragmentation change, 0..100 (50 = no change).
+int fgdScore(double before, double after);
+
+// Memo of F for one mix: F depends only on (access, CPU left, multiset of free milli), and a
+// cluster has few such states. Not thread-safe: one per simulation run or per caller.
+class FragmentationCache {
+ public:
+  explicit FragmentationCache(const RequestMix& mix) : mix_(mix) {}
+  const RequestMix& mix() const { return mix_; }
+  double get(uint64_t access, int64_t cpu_left, std::span<const int64_t> free_milli);
+
+ private:
+  struct Key {
+    uint64_t access;
+    int64_t cpu_left;
+    uint64_t packed[2];
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  const RequestMix& mix_;
+  std::unordered_map<Key, double, KeyHash> memo_;
+};
+
+// The free milli-GPU of each of the node's GPUs, as F reads it.
+std::vector<int64_t> freeMilli(const model::NodeState& node);
+// The node's CPU left; nodes that do not track CPU count as having plenty.
+int64_t cpuLeft(const model::NodeState& node);
+
+}  // namespace troupe::sched

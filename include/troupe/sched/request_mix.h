@@ -1,0 +1,64 @@
+// The mix of requests a cluster sees: the "typical pods" that fragmentation is measured against.
+//
+// A GPU is fragmented for a request when it is free but too small for it, so fragmentation only
+// means something relative to what will ask. Following FGD (Weng et al., ATC '23), the mix is
+// the most frequent request shapes (CPU, milli-GPU per GPU, GPU count, allowed models) covering
+// 95% of the requests, each with its frequency. CPU-only requests stay in: they use the CPU that
+// GPU requests also need.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "troupe/sched/pod_request.h"
+
+namespace troupe::sched {
+
+struct TypicalRequest {
+  int64_t cpu_milli = 0;
+  int64_t milli_per_gpu = 0;  // 0 for CPU-only requests
+  int gpus = 0;
+  std::vector<std::string> models;  // allowed GPU products; empty = any
+  double probability = 0.0;
+};
+
+class RequestMix {
+ public:
+  // The most frequent shapes of `requests` covering `coverage` (0..1] of them, renormalised.
+  // Order: by count, descending; equal counts put the larger shape first (CPU, milli, GPUs,
+  // models), as FGD does, so the float sums come out in the same order.
+  static RequestMix fromRequests(const std::vector<GpuRequest>& requests, double coverage = 0.95);
+  // Before any request is seen: one, two, four and eight whole GPUs, and halves of one.
+  static const RequestMix& defaults();
+
+  const std::vector<TypicalRequest>& entries() const { return entries_; }
+  bool empty() const { return entries_.empty(); }
+
+ private:
+  std::vector<TypicalRequest> entries_;
+};
+
+// The live path's view of "recent": the last `capacity` GPU requests seen by filter, turned
+// into a mix every `refresh` requests. Thread-safe; has its own lock.
+class RequestMixWindow {
+ public:
+  explicit RequestMixWindow(size_t capacity = 5000, size_t refresh = 500);
+  void record(const GpuRequest& request);
+  // The current mix; RequestMix::defaults() until the first refresh.
+  std::shared_ptr<const RequestMix> current() const;
+
+ private:
+  const size_t capacity_;
+  const size_t refresh_;
+  mutable std::mutex mu_;
+  std::deque<GpuRequest> window_;
+  size_t since_refresh_ = 0;
+  std::shared_ptr<const RequestMix> mix_;
+};
+
+}  // namespace troupe::sched

@@ -1,0 +1,45 @@
+// One simulation run: the pods of a RunPlan tried once each, in order, through the live core's
+// checkNode filter and the policy's node score. A pod that fits nowhere is dropped (no retry,
+// no preemption); pods never leave. After every pod the run records the GPU milli that has
+// arrived (failed pods included) and the milli allocated: the allocation curve.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "troupe/sched/policy.h"
+#include "troupe/sim/cluster.h"
+#include "troupe/sim/workload.h"
+
+namespace troupe::sim {
+
+struct CurvePoint {
+  int64_t arrived_milli = 0;
+  int64_t used_milli = 0;
+};
+
+struct RunResult {
+  sched::PolicyKind policy = sched::PolicyKind::kTroupe;
+  int64_t seed = 0;
+  int64_t capacity_gpus = 0;
+  std::vector<CurvePoint> curve;  // one point per pod tried
+  int pods = 0;
+  int clones = 0;
+  int placed = 0;
+  int multi_gpu_placed = 0;       // pods of 2+ GPUs placed
+  int multi_gpu_best = 0;         // ... of them on a best-possible GPU set of their node
+  double seconds = 0;             // wall time of the replay
+};
+
+struct ReplayInput {
+  const Cluster* cluster = nullptr;
+  const std::vector<TracePod>* sorted_pods = nullptr;  // by name
+  int64_t seed = 42;
+  double tune_ratio = kDefaultTuneRatio;
+  sched::PolicyConfig policy;
+};
+
+RunResult replay(const ReplayInput& input);
+
+}  // namespace troupe::sim

@@ -1,0 +1,395 @@
+#include "adapters/kube/binder.h"
+
+#include <cstdio>
+#include <future>
+
+#include <nlohmann/json.hpp>
+
+namespace troupe::kube {
+namespace {
+
+std::string podPath(const std::string& ns, const std::string& name) {
+  return "/api/v1/namespaces/" + urlEncode(ns) + "/pods/" + urlEncode(name);
+}
+
+std::string assignmentMessage(const model::Allocation& a) {
+  std::string m;
+  if (a.gpus.size() == 1 && a.milli_per_gpu < model::kMilliPerGpu) {
+    m = "Troupe assigned a " + std::to_string(a.milli_per_gpu) + "/1000 share of GPU " + formatGpus(a.gpus) +
+        " on node " + a.node + " (shared GPUs are packed before whole ones are opened)";
+  } else {
+    m = "Troupe assigned GPU" + std::string(a.gpus.size() == 1 ? " " : "s ") + formatGpus(a.gpus) + " on node " +
+        a.node + ": ";
+    if (a.gpus.size() <= 1) {
+      m += "the node was ranked by how full it is (partly used nodes first, so whole nodes stay free)";
+    } else if (a.topology_quality >= 1.0 - 1e-9) {
+      m += "the best-connected set of " + std::to_string(a.gpus.size()) +
+           " GPUs that node can offer; the node was ranked by fill level and GPU connectivity";
+    } else {
+      char q[16];
+      std::snprintf(q, sizeof q, "%.2f", a.topology_quality);
+      m += "the best-connected free set there, at " + std::string(q) + " of the bandwidth of the node's best " +
+           std::to_string(a.gpus.size()) + "-GPU set (the better-connected GPUs are taken)";
+    }
+  }
+  if (!a.gang.empty()) m += "; gang " + a.gang;
+  return m;
+}
+
+bool isNoRecord(const Status& s) {
+  return s.code() == Code::kFailedPrecondition && s.message().find("has no record of pod") != std::string::npos;
+}
+
+}  // namespace
+
+Binder::Binder(KubeTransport& api, sched::Scheduler& scheduler, ClusterSync& sync, EventRecorder* events,
+               http::Logger& logger, BinderOptions options)
+    : api_(api), scheduler_(scheduler), sync_(sync), events_(events), logger_(logger), options_(options) {}
+
+Binder::~Binder() { stop(); }
+
+void Binder::start() {
+  std::lock_guard lock(queue_mu_);
+  if (!workers_.empty() || stopping_) return;
+  for (int i = 0; i < std::max(1, options_.workers); ++i) workers_.emplace_back([this] { workerLoop(); });
+}
+
+void Binder::stop() {
+  std::vector<std::thread> workers;
+  {
+    std::lock_guard lock(queue_mu_);
+    stopping_ = true;
+    workers.swap(workers_);
+  }
+  queue_cv_.notify_all();
+  for (std::thread& t : workers) t.join();
+  // Whatever arrived while the workers were finishing.
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::lock_guard lock(queue_mu_);
+      if (queue_.empty()) return;
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task();
+  }
+}
+
+void Binder::enqueue(std::function<void()> task) {
+  {
+    std::lock_guard lock(queue_mu_);
+    if (!workers_.empty()) {
+      queue_.push_back(std::move(task));
+      queue_cv_.notify_one();
+      return;
+    }
+  }
+  task();  // not started (tests) or stopped: run here
+}
+
+void Binder::workerLoop() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock lock(queue_mu_);
+      queue_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and nothing left
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task();
+  }
+}
+
+void Binder::bindAsync(const http::BindingArgs& args, Done done) {
+  auto job = std::make_shared<Job>();
+  job->args = args;
+  job->done = std::move(done);
+  job->start = std::chrono::steady_clock::now();
+  enqueue([this, job] { begin(job); });
+}
+
+Result<model::Allocation> Binder::bind(const http::BindingArgs& args) {
+  std::promise<Result<model::Allocation>> promise;
+  auto answer = promise.get_future();
+  bindAsync(args, [&promise](Result<model::Allocation> r) { promise.set_value(std::move(r)); });
+  return answer.get();
+}
+
+bool Binder::acquire(const JobPtr& job) {
+  std::lock_guard lock(pods_mu_);
+  auto it = busy_.find(job->args.pod_uid);
+  if (it != busy_.end()) {
+    it->second.push_back(job);  // a second bind of the same pod waits for the first
+    return false;
+  }
+  busy_.emplace(job->args.pod_uid, std::deque<JobPtr>{});
+  return true;
+}
+
+void Binder::releasePod(const std::string& uid) { scheduler_.release(uid); }
+
+void Binder::markUnconfirmed(const JobPtr& job) {
+  std::lock_guard lock(pods_mu_);
+  unconfirmed_[job->args.pod_uid] = Target{job->args.pod_namespace, job->args.pod_name, job->args.node};
+}
+
+void Binder::clearUnconfirmed(const std::string& uid) {
+  std::lock_guard lock(pods_mu_);
+  unconfirmed_.erase(uid);
+}
+
+size_t Binder::unconfirmedCount() const {
+  std::lock_guard lock(pods_mu_);
+  return unconfirmed_.size();
+}
+
+ApiReply Binder::getPod(const std::string& ns, const std::string& name) {
+  return api_.request("GET", podPath(ns, name));
+}
+
+void Binder::begin(const JobPtr& job) {
+  if (acquire(job)) prepare(job);
+}
+
+void Binder::prepare(const JobPtr& job) {
+  const http::BindingArgs& b = job->args;
+  const std::string key = b.pod_namespace + "/" + b.pod_name;
+  ApiReply r = getPod(b.pod_namespace, b.pod_name);
+  if (!r.ok()) {
+    if (r.kind == ApiErrorKind::kNotFound) {
+      releasePod(b.pod_uid);
+      clearUnconfirmed(b.pod_uid);
+      finish(job, notFound("pod " + key + " no longer exists; nothing was bound"));
+      return;
+    }
+    finish(job, toStatus(r, "read pod " + key + " before binding it"));
+    return;
+  }
+  Result<Json> doc = parseKubeJson(r.body);
+  Result<PodView> pod = doc.isOk() ? decodePod(doc.value()) : Result<PodView>(doc.status());
+  if (!pod.isOk()) {
+    finish(job, invalidArgument("cannot read pod " + key + ": " + pod.status().message()));
+    return;
+  }
+  job->pod = std::move(pod).value();
+  const PodView& p = job->pod;
+  if (p.facts.uid != b.pod_uid) {
+    finish(job, failedPrecondition("pod " + key + " is now a different pod (uid " + p.facts.uid +
+                                   ", kube-scheduler asked to bind uid " + b.pod_uid + "); nothing was bound"));
+    return;
+  }
+  if (p.bound()) {
+    if (p.facts.node_name != b.node) {
+      finish(job, failedPrecondition("pod " + key + " is already bound to node " + p.facts.node_name + ", not " + b.node));
+      return;
+    }
+    // Already bound here: a retry whose first answer was lost. Its GPUs are what the API says.
+    sync_.applyPod(p);
+    clearUnconfirmed(b.pod_uid);
+    std::optional<model::Allocation> held = scheduler_.allocationOf(b.pod_uid);
+    model::Allocation a;
+    if (held) {
+      a = *held;
+    } else {
+      a.pod_uid = b.pod_uid;
+      a.pod_key = key;
+      a.node = b.node;
+    }
+    logger_.info("bind retried: pod already bound", {{"pod", key}, {"node", b.node}, {"gpus", formatGpus(a.gpus)}});
+    finish(job, a);
+    return;
+  }
+  // Unbound, as read just now: a reservation it holds on another node is a leftover of an
+  // earlier failed attempt; one on this node is reused.
+  if (std::optional<model::Allocation> held = scheduler_.allocationOf(b.pod_uid); held && held->node != b.node) {
+    releasePod(b.pod_uid);
+  }
+  clearUnconfirmed(b.pod_uid);
+  reserve(job);
+}
+
+void Binder::reserve(const JobPtr& job) {
+  const http::BindingArgs& b = job->args;
+  scheduler_.bind(b.pod_uid, b.pod_namespace, b.pod_name, b.node, [this, job](Result<model::Allocation> r) {
+    // Possibly on another member's thread (a gang's barrier): continue on a worker.
+    enqueue([this, job, r]() { commit(job, r); });
+  });
+}
+
+void Binder::commit(const JobPtr& job, Result<model::Allocation> reserved) {
+  const http::BindingArgs& b = job->args;
+  const std::string key = b.pod_namespace + "/" + b.pod_name;
+  if (!reserved.isOk()) {
+    if (!job->refiltered && isNoRecord(reserved.status())) {
+      // This Troupe did not see the pod's filter (it restarted since): check it now.
+      job->refiltered = true;
+      sched::FilterResult f = scheduler_.filter(job->pod.facts, {b.node});
+      if (f.passed.empty()) {
+        std::string why = f.unresolvable.count(b.node) ? f.unresolvable[b.node] : f.failed[b.node];
+        finish(job, failedPrecondition("pod " + key + " does not fit node " + b.node + " now: " + why));
+        return;
+      }
+      reserve(job);
+      return;
+    }
+    finish(job, reserved.status());  // nothing was reserved
+    return;
+  }
+  const model::Allocation a = reserved.value();
+  const std::string path = podPath(b.pod_namespace, b.pod_name);
+  if (!a.gpus.empty()) {
+    nlohmann::json patch = {
+        {"metadata", {{"uid", b.pod_uid}, {"annotations", {{sched::kAnnotationGpus, formatGpus(a.gpus)}}}}}};
+    ApiReply p = api_.request("PATCH", path, patch.dump(), "application/merge-patch+json");
+    if (!p.ok()) {
+      releasePod(b.pod_uid);  // the pod is not bound: its GPUs go back
+      finish(job, toStatus(p, "write annotation " + std::string(sched::kAnnotationGpus) + " on pod " + key));
+      return;
+    }
+  }
+  nlohmann::json binding = {
+      {"apiVersion", "v1"},
+      {"kind", "Binding"},
+      {"metadata", {{"name", b.pod_name}, {"namespace", b.pod_namespace}, {"uid", b.pod_uid}}},
+      {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", b.node}}}};
+  ApiReply r = api_.request("POST", path + "/binding", binding.dump());
+  if (r.ok()) {
+    if (events_) {
+      events_->podEvent(PodRef{b.pod_namespace, b.pod_name, b.pod_uid}, "Normal", "GPUsAssigned", assignmentMessage(a));
+    }
+    finish(job, a);
+    return;
+  }
+  switch (r.kind) {
+    case ApiErrorKind::kNotFound:
+      releasePod(b.pod_uid);
+      finish(job, notFound("pod " + key + " was deleted before it could be bound; its GPUs are free again"));
+      return;
+    case ApiErrorKind::kConflict:  // already bound (perhaps by our own earlier attempt), or replaced
+    case ApiErrorKind::kServer:    // may have been stored
+    case ApiErrorKind::kTransport:
+      verify(job, a, r.message);
+      return;
+    default:
+      releasePod(b.pod_uid);
+      finish(job, toStatus(r, "create the Binding of pod " + key + " to node " + b.node));
+      return;
+  }
+}
+
+void Binder::verify(const JobPtr& job, const model::Allocation& a, const std::string& failure) {
+  const http::BindingArgs& b = job->args;
+  const std::string key = b.pod_namespace + "/" + b.pod_name;
+  ApiReply r = getPod(b.pod_namespace, b.pod_name);
+  if (r.kind == ApiErrorKind::kNotFound) {
+    releasePod(b.pod_uid);
+    finish(job, notFound("pod " + key + " was deleted while it was being bound (" + failure + ")"));
+    return;
+  }
+  Result<PodView> pod = invalidArgument("no pod");
+  if (r.ok()) {
+    Result<Json> doc = parseKubeJson(r.body);
+    if (doc.isOk()) pod = decodePod(doc.value());
+  }
+  if (!pod.isOk()) {
+    // Neither answer is known: keep the GPUs until the pod can be read (reconcile()).
+    markUnconfirmed(job);
+    finish(job, unavailable("the Binding of pod " + key + " to node " + b.node + " may or may not exist (" + failure +
+                            "; reading the pod back failed: " + (r.ok() ? pod.status().message() : r.message) +
+                            "); Troupe keeps GPUs " + formatGpus(a.gpus) + " there until it can tell"));
+    return;
+  }
+  const PodView& p = pod.value();
+  if (p.facts.uid == b.pod_uid && p.facts.node_name == b.node) {
+    logger_.info("binding confirmed after an error", {{"pod", key}, {"node", b.node}, {"error", failure}});
+    if (events_) {
+      events_->podEvent(PodRef{b.pod_namespace, b.pod_name, b.pod_uid}, "Normal", "GPUsAssigned", assignmentMessage(a));
+    }
+    finish(job, a);
+    return;
+  }
+  releasePod(b.pod_uid);
+  if (p.facts.uid == b.pod_uid && p.bound()) sync_.applyPod(p);  // bound elsewhere: count the truth
+  std::string why = p.facts.uid != b.pod_uid ? "the pod was replaced by another of the same name"
+                    : p.bound()               ? "it is bound to node " + p.facts.node_name
+                                              : "it is not bound";
+  finish(job, failedPrecondition("cannot bind pod " + key + " to node " + b.node + ": " + failure + " (" + why + ")"));
+}
+
+void Binder::finish(const JobPtr& job, Result<model::Allocation> result) {
+  const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - job->start).count();
+  logger_.debug("bind finished", {{"pod", job->args.pod_namespace + "/" + job->args.pod_name},
+                                  {"ok", result.isOk() ? "true" : "false"},
+                                  {"ms", std::to_string(ms)}});
+  job->done(std::move(result));
+  JobPtr next;
+  {
+    std::lock_guard lock(pods_mu_);
+    auto it = busy_.find(job->args.pod_uid);
+    if (it != busy_.end()) {
+      if (it->second.empty()) {
+        busy_.erase(it);
+      } else {
+        next = it->second.front();
+        it->second.pop_front();
+      }
+    }
+  }
+  if (next) enqueue([this, next] { prepare(next); });
+}
+
+void Binder::reconcile() {
+  std::vector<std::pair<std::string, Target>> todo;
+  {
+    std::lock_guard lock(pods_mu_);
+    for (const auto& [uid, t] : unconfirmed_) {
+      if (!busy_.count(uid)) todo.emplace_back(uid, t);
+    }
+  }
+  for (const auto& [uid, t] : todo) {
+    {
+      std::lock_guard lock(pods_mu_);
+      if (busy_.count(uid) || !unconfirmed_.count(uid)) continue;
+      busy_.emplace(uid, std::deque<JobPtr>{});
+    }
+    ApiReply r = getPod(t.ns, t.name);
+    bool settled = false;
+    if (r.kind == ApiErrorKind::kNotFound) {
+      releasePod(uid);
+      settled = true;
+    } else if (r.ok()) {
+      Result<Json> doc = parseKubeJson(r.body);
+      Result<PodView> pod = doc.isOk() ? decodePod(doc.value()) : Result<PodView>(doc.status());
+      if (pod.isOk()) {
+        const PodView& p = pod.value();
+        if (p.facts.uid == uid && p.bound()) {
+          sync_.applyPod(p);  // bound: what the API says replaces the reservation (usually the same)
+        } else {
+          releasePod(uid);
+        }
+        settled = true;
+        logger_.info("unconfirmed binding settled",
+                     {{"pod", t.ns + "/" + t.name}, {"bound", p.facts.uid == uid && p.bound() ? p.facts.node_name : "no"}});
+      }
+    }
+    JobPtr next;
+    {
+      std::lock_guard lock(pods_mu_);
+      if (settled) unconfirmed_.erase(uid);
+      auto it = busy_.find(uid);
+      if (it != busy_.end()) {
+        if (it->second.empty()) {
+          busy_.erase(it);
+        } else {
+          next = it->second.front();
+          it->second.pop_front();
+        }
+      }
+    }
+    if (next) enqueue([this, next] { prepare(next); });
+  }
+}
+
+}  // namespace troupe::kube

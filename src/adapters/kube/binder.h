@@ -1,0 +1,119 @@
+// Binding a pod through the API server, for kube-scheduler's bind verb:
+//
+//   1. GET the pod. Gone, or replaced by a pod of another uid: refuse. Already bound to this
+//      node (a retried bind whose answer was lost): success, and its GPUs are read back from
+//      the annotation. Bound elsewhere: refuse.
+//   2. Choose its GPUs with Scheduler::bind (the same choice prioritize scored; a gang member
+//      waits there for its gang). A reservation left on another node by an earlier failed
+//      attempt is dropped first. If this Troupe never saw the pod's filter (it restarted in
+//      between), the pod read in step 1 is filtered against the node first.
+//   3. PATCH troupe.dev/gpus onto the pod (a merge patch with the pod's uid as precondition).
+//   4. POST the pods/binding subresource (with the uid as precondition).
+//
+// Concurrent binds to one node cannot overlap: the core reserves under its lock. Two binds of
+// the same pod run one after the other. Failures leave no GPU held, with one exception: when
+// the Binding may have been created but the API server could not confirm it either way, the
+// reservation is kept ("unconfirmed") and reconcile() settles it as soon as the pod can be
+// read: kept if it is bound there, released otherwise. So a pod that was bound never has its
+// GPUs handed out in the meantime.
+//
+// Binds run on the binder's own worker threads, never on the HTTP server's, and a gang
+// member waiting at its barrier holds no thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "adapters/http/extender_server.h"
+#include "adapters/http/logger.h"
+#include "adapters/kube/api_client.h"
+#include "adapters/kube/cluster_sync.h"
+#include "adapters/kube/events.h"
+#include "adapters/kube/kube_objects.h"
+#include "troupe/sched/scheduler.h"
+
+namespace troupe::kube {
+
+struct BinderOptions {
+  int workers = 8;
+};
+
+class Binder final : public http::PodBinder {
+ public:
+  using Done = std::function<void(Result<model::Allocation>)>;
+
+  // `events` may be null (no Events are posted).
+  Binder(KubeTransport& api, sched::Scheduler& scheduler, ClusterSync& sync, EventRecorder* events,
+         http::Logger& logger, BinderOptions options = {});
+  ~Binder() override;
+  Binder(const Binder&) = delete;
+  Binder& operator=(const Binder&) = delete;
+
+  void start();
+  // Finishes what is queued, then stops the workers; later work runs on the caller's thread.
+  void stop();
+
+  void bindAsync(const http::BindingArgs& args, Done done) override;
+  // The same, waiting for the answer (tests). Without start() it runs on this thread.
+  Result<model::Allocation> bind(const http::BindingArgs& args);
+
+  // Settles unconfirmed reservations whose pod can be read now. Call it every few seconds.
+  void reconcile();
+  size_t unconfirmedCount() const;
+
+ private:
+  struct Job {
+    http::BindingArgs args;
+    Done done;
+    PodView pod;
+    bool refiltered = false;
+    std::chrono::steady_clock::time_point start;
+  };
+  using JobPtr = std::shared_ptr<Job>;
+  struct Target {
+    std::string ns, name, node;
+  };
+
+  void enqueue(std::function<void()> task);
+  void workerLoop();
+  void begin(const JobPtr& job);
+  void prepare(const JobPtr& job);
+  void reserve(const JobPtr& job);
+  void commit(const JobPtr& job, Result<model::Allocation> reserved);
+  // After a binding failure whose outcome is unclear: reads the pod to find out.
+  void verify(const JobPtr& job, const model::Allocation& allocation, const std::string& failure);
+  void finish(const JobPtr& job, Result<model::Allocation> result);
+  bool acquire(const JobPtr& job);  // false: parked until the pod's current bind finishes
+  void releasePod(const std::string& uid);
+  void markUnconfirmed(const JobPtr& job);
+  void clearUnconfirmed(const std::string& uid);
+  ApiReply getPod(const std::string& ns, const std::string& name);
+
+  KubeTransport& api_;
+  sched::Scheduler& scheduler_;
+  ClusterSync& sync_;
+  EventRecorder* events_;
+  http::Logger& logger_;
+  const BinderOptions options_;
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+
+  mutable std::mutex pods_mu_;  // guards busy_ and unconfirmed_
+  std::unordered_map<std::string, std::deque<JobPtr>> busy_;  // pod uid -> binds waiting for it
+  std::unordered_map<std::string, Target> unconfirmed_;
+};
+
+}  // namespace troupe::kube

@@ -1,0 +1,336 @@
+#include "adapters/kube/cluster_sync.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "troupe/model/gpu_selection.h"
+
+namespace troupe::kube {
+namespace {
+
+uint64_t fnv(uint64_t h, const std::string& s) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  h ^= 0xff;  // separator, so ("ab","c") and ("a","bc") differ
+  h *= 1099511628211ULL;
+  return h;
+}
+
+// The node facts the core reads; status heartbeats and other fields do not change it.
+uint64_t digestOf(const model::NodeFacts& f) {
+  uint64_t h = 1469598103934665603ULL;
+  h = fnv(h, f.name);
+  for (const auto& [k, v] : f.labels) h = fnv(fnv(h, k), v);
+  for (const auto& [k, v] : f.annotations) {
+    if (k.rfind("troupe.dev/", 0) == 0) h = fnv(fnv(h, k), v);
+  }
+  h = fnv(h, f.allocatable_gpus);
+  h = fnv(h, f.cpu);
+  h = fnv(h, f.memory);
+  h = fnv(h, f.pods);
+  h = fnv(h, f.unschedulable ? "1" : "0");
+  return h;
+}
+
+std::string uidOf(const Json& object) {
+  auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return {};
+  auto uid = meta->find("uid");
+  return uid != meta->end() && uid->is_string() ? uid->get<std::string>() : std::string();
+}
+
+std::string nameOf(const Json& object) {
+  auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return {};
+  auto name = meta->find("name");
+  return name != meta->end() && name->is_string() ? name->get<std::string>() : std::string();
+}
+
+bool sameHolding(const model::Allocation& a, const std::string& node, const std::vector<int>& gpus,
+                 int64_t milli, int unknown) {
+  if (a.node != node || a.unknown_gpus != unknown) return false;
+  if (!gpus.empty() && a.milli_per_gpu != milli) return false;
+  return model::indicesToMask(a.gpus) == model::indicesToMask(gpus) && a.gpus.size() == gpus.size();
+}
+
+}  // namespace
+
+ClusterSync::ClusterSync(sched::Scheduler& scheduler, http::Logger& logger) : scheduler_(scheduler), logger_(logger) {}
+
+void ClusterSync::onSynced(std::function<void()> callback) {
+  std::lock_guard lock(mu_);
+  on_synced_ = std::move(callback);
+}
+
+void ClusterSync::maybeSynced() {
+  std::function<void()> cb;
+  {
+    std::lock_guard lock(mu_);
+    if (synced_reported_ || !nodes_synced_ || !pods_synced_) return;
+    synced_reported_ = true;
+    cb = on_synced_;
+  }
+  if (cb) cb();
+}
+
+ClusterSync::Stats ClusterSync::stats() const {
+  std::lock_guard lock(mu_);
+  Stats s;
+  s.nodes = nodes_.size();
+  s.gpu_pods = pods_.size();
+  for (const auto& [uid, rec] : pods_) {
+    if (rec.unknown > 0) ++s.unknown_pods;
+    if (!rec.recorded) ++s.orphan_pods;
+  }
+  s.conflicts = conflicts_;
+  return s;
+}
+
+// ---- pods --------------------------------------------------------------------------------
+
+void ClusterSync::applyPod(const PodView& pod) {
+  std::lock_guard lock(mu_);
+  applyPodLocked(pod);
+}
+
+void ClusterSync::applyPodLocked(const PodView& pod) {
+  const std::string& uid = pod.facts.uid;
+  auto it = pods_.find(uid);
+  if (!pod.bound()) {
+    // Not bound (yet): a reservation Troupe's binder holds for it is the binder's business.
+    if (it != pods_.end()) it->second.generation = pod_generation_;
+    return;
+  }
+  if (!pod.holdsGpus()) {
+    if (pod.finished) {
+      forgetPodLocked(uid);  // also whatever a binder still held for it
+    } else if (it != pods_.end()) {
+      forgetPodLocked(uid);  // no longer a GPU pod
+    }
+    return;
+  }
+  PodRecord want;
+  want.node = pod.facts.node_name;
+  want.key = pod.facts.key();
+  want.milli = static_cast<int32_t>(pod.milli_per_gpu);
+  want.generation = pod_generation_;
+  if (!pod.assigned.empty()) {
+    want.mask = model::indicesToMask(pod.assigned);
+  } else {
+    want.unknown = static_cast<int16_t>(pod.gpus);
+    if (!pod.assignment_problem.empty() && (it == pods_.end() || it->second.unknown == 0)) {
+      logger_.warn("pod GPU annotation unusable; counting its GPUs as held at unknown indices",
+                   {{"pod", want.key}, {"node", want.node}, {"error", pod.assignment_problem}});
+    }
+  }
+  if (it != pods_.end()) {
+    PodRecord& have = it->second;
+    have.generation = pod_generation_;
+    // A conflict already turned its indices into unknown ones: the same annotation again
+    // changes nothing.
+    const bool same = have.node == want.node && have.milli == want.milli &&
+                      ((have.mask == want.mask && have.unknown == want.unknown) ||
+                       (have.mask == 0 && want.unknown == 0 && have.unknown == std::popcount(want.mask)));
+    if (same) return;
+    if (have.recorded) {
+      // Moved (another node) or new indices: drop the old holding first.
+      scheduler_.release(uid);
+    } else if (have.node != want.node) {
+      auto& waiting = orphans_[have.node];
+      waiting.erase(std::remove(waiting.begin(), waiting.end(), uid), waiting.end());
+    }
+    have = want;
+    recordLocked(uid, have);
+    return;
+  }
+  PodRecord& rec = pods_.emplace(uid, std::move(want)).first->second;
+  recordLocked(uid, rec);
+}
+
+void ClusterSync::recordLocked(const std::string& uid, PodRecord& rec) {
+  model::Allocation a;
+  a.pod_uid = uid;
+  a.pod_key = rec.key;
+  a.node = rec.node;
+  a.gpus = model::maskToIndices(rec.mask);
+  a.milli_per_gpu = rec.milli;
+  a.unknown_gpus = rec.unknown;
+  if (std::optional<model::Allocation> held = scheduler_.allocationOf(uid)) {
+    if (sameHolding(*held, a.node, a.gpus, a.milli_per_gpu, a.unknown_gpus)) {
+      rec.recorded = true;  // e.g. the watch's echo of Troupe's own binding
+      return;
+    }
+    scheduler_.release(uid);  // a stale reservation: the API's truth replaces it
+  }
+  Status s = scheduler_.recordAllocation(a);
+  if (s.isOk()) {
+    rec.recorded = true;
+    return;
+  }
+  if (s.code() == Code::kNotFound) {
+    rec.recorded = false;  // its node is unknown (yet): recorded when the node arrives
+    orphans_[rec.node].push_back(uid);
+    return;
+  }
+  // The annotation cannot be honoured (overlaps another pod's GPUs, or out of range): count
+  // the GPUs as held at unknown indices so nobody gets them twice.
+  ++conflicts_;
+  logger_.warn("pod GPU annotation conflicts with the node's state; counting its GPUs as held at unknown indices",
+               {{"pod", rec.key}, {"node", rec.node}, {"gpus", formatGpus(a.gpus)}, {"error", s.message()}});
+  rec.unknown = static_cast<int16_t>(a.gpus.size() + static_cast<size_t>(a.unknown_gpus));
+  rec.mask = 0;
+  a.gpus.clear();
+  a.unknown_gpus = rec.unknown;
+  s = scheduler_.recordAllocation(a);
+  rec.recorded = s.isOk();
+  if (!s.isOk()) logger_.error("cannot record pod", {{"pod", rec.key}, {"node", rec.node}, {"error", s.message()}});
+}
+
+void ClusterSync::deletePod(const std::string& uid) {
+  std::lock_guard lock(mu_);
+  forgetPodLocked(uid);
+}
+
+void ClusterSync::forgetPodLocked(const std::string& uid) {
+  auto it = pods_.find(uid);
+  if (it != pods_.end()) {
+    if (!it->second.recorded) {
+      auto& waiting = orphans_[it->second.node];
+      waiting.erase(std::remove(waiting.begin(), waiting.end(), uid), waiting.end());
+    }
+    pods_.erase(it);
+  }
+  scheduler_.release(uid);
+  scheduler_.forgetPod(uid);
+}
+
+void ClusterSync::PodHandler::beginList() {
+  std::lock_guard lock(sync_.mu_);
+  ++sync_.pod_generation_;
+}
+
+void ClusterSync::PodHandler::listed(const Json& object) { event(WatchEventType::kAdded, object); }
+
+void ClusterSync::PodHandler::endList() {
+  {
+    std::lock_guard lock(sync_.mu_);
+    std::vector<std::string> gone;
+    for (const auto& [uid, rec] : sync_.pods_) {
+      if (rec.generation != sync_.pod_generation_) gone.push_back(uid);
+    }
+    for (const std::string& uid : gone) sync_.forgetPodLocked(uid);
+    if (!gone.empty()) {
+      sync_.logger_.info("relist: pods gone while the watch was down", {{"released", std::to_string(gone.size())}});
+    }
+  }
+  sync_.pods_synced_ = true;
+  sync_.maybeSynced();
+}
+
+void ClusterSync::PodHandler::event(WatchEventType type, const Json& object) {
+  if (type == WatchEventType::kDeleted) {
+    const std::string uid = uidOf(object);
+    if (!uid.empty()) sync_.deletePod(uid);
+    return;
+  }
+  Result<PodView> pod = decodePod(object);
+  if (!pod.isOk()) {
+    sync_.logger_.warn("pod skipped", {{"pod", nameOf(object)}, {"error", pod.status().message()}});
+    return;
+  }
+  sync_.applyPod(pod.value());
+}
+
+// ---- nodes -------------------------------------------------------------------------------
+
+void ClusterSync::applyNode(const model::NodeFacts& facts) {
+  std::lock_guard lock(mu_);
+  applyNodeLocked(facts);
+}
+
+void ClusterSync::applyNodeLocked(const model::NodeFacts& facts) {
+  const uint64_t digest = digestOf(facts);
+  NodeRecord& rec = nodes_[facts.name];
+  rec.generation = node_generation_;
+  if (rec.valid && rec.digest == digest) return;
+  const bool was_valid = rec.valid;
+  rec.digest = digest;
+  Status s = scheduler_.upsertNode(facts);
+  if (!s.isOk()) {
+    logger_.warn("node facts rejected; Troupe will not place GPU pods on it", {{"node", facts.name}, {"error", s.message()}});
+    if (was_valid) {
+      scheduler_.removeNode(facts.name);
+      unrecordNodeLocked(facts.name);
+    }
+    rec.valid = false;
+    return;
+  }
+  rec.valid = true;
+  if (was_valid) return;
+  // A node Troupe did not know: record the pods that were waiting for it.
+  auto waiting = orphans_.find(facts.name);
+  if (waiting == orphans_.end()) return;
+  std::vector<std::string> uids = std::move(waiting->second);
+  orphans_.erase(waiting);
+  for (const std::string& uid : uids) {
+    auto p = pods_.find(uid);
+    if (p != pods_.end() && !p->second.recorded && p->second.node == facts.name) recordLocked(uid, p->second);
+  }
+}
+
+void ClusterSync::unrecordNodeLocked(const std::string& node) {
+  // The core dropped the node's allocations; its pods wait for it to come back.
+  for (auto& [uid, rec] : pods_) {
+    if (rec.node == node && rec.recorded) {
+      rec.recorded = false;
+      orphans_[node].push_back(uid);
+    }
+  }
+}
+
+void ClusterSync::deleteNode(const std::string& name) {
+  std::lock_guard lock(mu_);
+  nodes_.erase(name);
+  if (scheduler_.removeNode(name)) unrecordNodeLocked(name);
+}
+
+void ClusterSync::NodeHandler::beginList() {
+  std::lock_guard lock(sync_.mu_);
+  ++sync_.node_generation_;
+}
+
+void ClusterSync::NodeHandler::listed(const Json& object) { event(WatchEventType::kAdded, object); }
+
+void ClusterSync::NodeHandler::endList() {
+  {
+    std::lock_guard lock(sync_.mu_);
+    std::vector<std::string> gone;
+    for (const auto& [name, rec] : sync_.nodes_) {
+      if (rec.generation != sync_.node_generation_) gone.push_back(name);
+    }
+    for (const std::string& name : gone) {
+      sync_.nodes_.erase(name);
+      if (sync_.scheduler_.removeNode(name)) sync_.unrecordNodeLocked(name);
+    }
+  }
+  sync_.nodes_synced_ = true;
+  sync_.maybeSynced();
+}
+
+void ClusterSync::NodeHandler::event(WatchEventType type, const Json& object) {
+  if (type == WatchEventType::kDeleted) {
+    const std::string name = nameOf(object);
+    if (!name.empty()) sync_.deleteNode(name);
+    return;
+  }
+  Result<model::NodeFacts> facts = http::nodeFromJson(object);
+  if (!facts.isOk()) {
+    sync_.logger_.warn("node skipped", {{"node", nameOf(object)}, {"error", facts.status().message()}});
+    return;
+  }
+  sync_.applyNode(facts.value());
+}
+
+}  // namespace troupe::kube

@@ -1,0 +1,133 @@
+// Keeps the scheduling core in step with the cluster: Node and Pod watch events become
+// upsertNode/removeNode and recordAllocation/release calls.
+//
+// GPU accounting follows the truth in the API:
+//   - every bound pod that holds GPUs (nvidia.com/gpu or troupe.dev/gpu-milli; phase not
+//     Succeeded/Failed; until it is deleted) counts against its node;
+//   - its GPU indices come from the troupe.dev/gpus annotation Troupe wrote when it bound the
+//     pod; a pod bound by anyone else (or whose annotation is unusable, or would overlap
+//     another pod's GPUs) counts as holding that many GPUs whose indices are unknown, so they
+//     are never handed out twice;
+//   - unbound pods are left alone: a reservation Troupe's binder holds for one stays its own
+//     business until the pod shows up bound (or is deleted);
+//   - a pod that finishes or is deleted releases its GPUs.
+// Applying the same state twice is a no-op, so the watch's echo of Troupe's own binding, a
+// relist and a binder's confirmation never double-count.
+//
+// Memory: only GPU pods are kept (node, GPU mask, share, pod key: ~200 bytes each plus the
+// core's own allocation record); other pods leave nothing behind. Nodes keep an 8-byte digest
+// of their GPU facts so unchanged status updates skip the core.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "adapters/http/logger.h"
+#include "adapters/kube/kube_objects.h"
+#include "adapters/kube/watcher.h"
+#include "troupe/sched/scheduler.h"
+
+namespace troupe::kube {
+
+class ClusterSync {
+ public:
+  ClusterSync(sched::Scheduler& scheduler, http::Logger& logger);
+  ClusterSync(const ClusterSync&) = delete;
+  ClusterSync& operator=(const ClusterSync&) = delete;
+
+  WatchHandler& nodeHandler() { return node_handler_; }
+  WatchHandler& podHandler() { return pod_handler_; }
+
+  // A pod as the API shows it now (listed, added, modified, or read back by the binder).
+  void applyPod(const PodView& pod);
+  // The pod is gone.
+  void deletePod(const std::string& uid);
+  void applyNode(const model::NodeFacts& facts);
+  void deleteNode(const std::string& name);
+
+  bool nodesSynced() const { return nodes_synced_.load(); }
+  bool podsSynced() const { return pods_synced_.load(); }
+  bool synced() const { return nodesSynced() && podsSynced(); }
+  // Called once, from the watcher thread that completes the first sync of both resources.
+  void onSynced(std::function<void()> callback);
+
+  struct Stats {
+    size_t nodes = 0;
+    size_t gpu_pods = 0;       // bound pods holding GPUs
+    size_t unknown_pods = 0;   // of which with unknown indices
+    size_t orphan_pods = 0;    // of which on nodes Troupe does not know (yet)
+    uint64_t conflicts = 0;    // annotations that could not be honoured
+  };
+  Stats stats() const;
+
+ private:
+  struct PodRecord {
+    std::string node;
+    std::string key;
+    uint64_t mask = 0;        // GPU indices when known
+    int32_t milli = 1000;     // per GPU
+    int16_t unknown = 0;      // GPUs whose indices are unknown
+    bool recorded = false;    // in the core (false: its node is unknown)
+    uint32_t generation = 0;  // the pod list that last saw it
+  };
+  struct NodeRecord {
+    uint64_t digest = 0;
+    uint32_t generation = 0;
+    bool valid = false;       // the core accepted its facts
+  };
+
+  class NodeHandler final : public WatchHandler {
+   public:
+    explicit NodeHandler(ClusterSync& sync) : sync_(sync) {}
+    void beginList() override;
+    void listed(const Json& object) override;
+    void endList() override;
+    void event(WatchEventType type, const Json& object) override;
+
+   private:
+    ClusterSync& sync_;
+  };
+  class PodHandler final : public WatchHandler {
+   public:
+    explicit PodHandler(ClusterSync& sync) : sync_(sync) {}
+    void beginList() override;
+    void listed(const Json& object) override;
+    void endList() override;
+    void event(WatchEventType type, const Json& object) override;
+
+   private:
+    ClusterSync& sync_;
+  };
+
+  void applyPodLocked(const PodView& pod);
+  void forgetPodLocked(const std::string& uid);
+  void recordLocked(const std::string& uid, PodRecord& rec);
+  void applyNodeLocked(const model::NodeFacts& facts);
+  void unrecordNodeLocked(const std::string& node);
+  void maybeSynced();
+
+  sched::Scheduler& scheduler_;
+  http::Logger& logger_;
+  NodeHandler node_handler_{*this};
+  PodHandler pod_handler_{*this};
+
+  mutable std::mutex mu_;  // guards everything below
+  std::unordered_map<std::string, PodRecord> pods_;   // uid -> bound GPU pod
+  std::unordered_map<std::string, std::vector<std::string>> orphans_;  // node -> pod uids waiting for it
+  std::unordered_map<std::string, NodeRecord> nodes_;
+  uint32_t pod_generation_ = 0;
+  uint32_t node_generation_ = 0;
+  uint64_t conflicts_ = 0;
+  std::function<void()> on_synced_;
+  bool synced_reported_ = false;
+
+  std::atomic<bool> nodes_synced_{false};
+  std::atomic<bool> pods_synced_{false};
+};
+
+}  // namespace troupe::kube

@@ -1,0 +1,120 @@
+#include "adapters/kube/kube_objects.h"
+
+#include <algorithm>
+#include <array>
+
+#include "troupe/common/quantity.h"
+
+namespace troupe::kube {
+namespace {
+
+// Members scheduling never reads. Skipped wherever they appear, except as keys of labels and
+// annotations.
+constexpr std::array<std::string_view, 38> kSkipped = {
+    "managedFields", "ownerReferences", "finalizers", "volumes", "env", "envFrom", "volumeMounts",
+    "volumeDevices", "command", "args", "ports", "livenessProbe", "readinessProbe", "startupProbe",
+    "lifecycle", "securityContext", "tolerations", "affinity", "topologySpreadConstraints",
+    "readinessGates", "dnsConfig", "hostAliases", "ephemeralContainers", "resourceClaims",
+    "conditions", "containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses",
+    "podIPs", "hostIPs", "images", "nodeInfo", "addresses", "daemonEndpoints", "volumesInUse",
+    "volumesAttached", "runtimeHandlers", "taints"};
+
+bool skipped(const std::string& key) {
+  return std::find(kSkipped.begin(), kSkipped.end(), key) != kSkipped.end();
+}
+
+const Json* member(const Json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+// The pod's nvidia.com/gpu by Kubernetes' rule (requests, else limits; init containers
+// count alone), without the rest of the pod contract: for pods whose annotations are invalid.
+int rawGpuCount(const sched::PodFacts& pod) {
+  auto of = [](const sched::ContainerResources& c) -> int64_t {
+    const std::string* text = nullptr;
+    if (auto r = c.requests.find("nvidia.com/gpu"); r != c.requests.end()) text = &r->second;
+    else if (auto l = c.limits.find("nvidia.com/gpu"); l != c.limits.end()) text = &l->second;
+    if (!text) return 0;
+    Result<int64_t> v = parseQuantityValue(*text);
+    return v.isOk() && v.value() > 0 ? v.value() : 0;
+  };
+  int64_t app = 0;
+  for (const auto& c : pod.containers) app += of(c);
+  int64_t init = 0;
+  for (const auto& c : pod.init_containers) init = std::max(init, of(c));
+  return static_cast<int>(std::min<int64_t>(64, std::max(app, init)));
+}
+
+}  // namespace
+
+Result<Json> parseKubeJson(std::string_view text) {
+  // keys[d]: the last key read at depth d, so a key's parent is keys[d - 1] (stale under
+  // arrays, which can only make the parser keep more, never drop a label).
+  std::vector<std::string> keys;
+  auto callback = [&keys](int depth, Json::parse_event_t event, Json& parsed) {
+    if (event != Json::parse_event_t::key || depth < 0) return true;
+    const auto d = static_cast<size_t>(depth);
+    if (keys.size() <= d) keys.resize(d + 1);
+    keys[d] = parsed.get<std::string>();
+    if (!skipped(keys[d])) return true;
+    if (d >= 1 && (keys[d - 1] == "labels" || keys[d - 1] == "annotations")) return true;
+    return false;
+  };
+  Json doc = Json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    return invalidArgument("the API server sent invalid JSON (" + std::to_string(text.size()) + " bytes: \"" +
+                           std::string(text.substr(0, 120)) + "\")");
+  }
+  return doc;
+}
+
+std::string resourceVersionOf(const Json& object) {
+  const Json* meta = member(object, "metadata");
+  const Json* rv = meta ? member(*meta, "resourceVersion") : nullptr;
+  return rv && rv->is_string() ? rv->get<std::string>() : std::string();
+}
+
+Result<PodView> decodePod(const Json& pod) {
+  Result<sched::PodFacts> facts = http::podFromJson(pod);
+  if (!facts.isOk()) return facts.status();
+  PodView v;
+  v.facts = std::move(facts).value();
+  if (v.facts.uid.empty()) return invalidArgument("pod " + v.facts.key() + " has no metadata.uid");
+  if (const Json* meta = member(pod, "metadata")) {
+    const Json* ts = member(*meta, "deletionTimestamp");
+    v.terminating = ts && !ts->is_null();
+  }
+  v.finished = v.facts.phase == "Succeeded" || v.facts.phase == "Failed";
+  Result<sched::GpuRequest> req = sched::parseGpuRequest(v.facts);
+  if (req.isOk()) {
+    v.gpus = req.value().gpus;
+    v.milli_per_gpu = req.value().milli_per_gpu;
+  } else {
+    v.gpus = rawGpuCount(v.facts);
+    if (v.gpus == 0 && v.facts.annotations.count(sched::kAnnotationGpuMilli)) v.gpus = 1;
+  }
+  if (auto a = v.facts.annotations.find(sched::kAnnotationGpus); a != v.facts.annotations.end()) {
+    v.has_assignment = true;
+    Result<std::vector<int>> gpus = sched::parseGpuAssignment(a->second);
+    if (!gpus.isOk()) {
+      v.assignment_problem = gpus.status().message();
+    } else if (static_cast<int>(gpus.value().size()) != v.gpus) {
+      v.assignment_problem = "annotation troupe.dev/gpus=\"" + a->second + "\" lists " +
+                             std::to_string(gpus.value().size()) + " GPUs but the pod holds " +
+                             std::to_string(v.gpus);
+    } else {
+      v.assigned = std::move(gpus).value();
+    }
+  }
+  return v;
+}
+
+std::string formatGpus(const std::vector<int>& gpus) {
+  std::string out;
+  for (int g : gpus) out += (out.empty() ? "" : ",") + std::to_string(g);
+  return out;
+}
+
+}  // namespace troupe::kube

@@ -1,0 +1,48 @@
+// Kubernetes objects as Troupe reads them from the API: JSON parsing that drops what
+// scheduling never reads (so a 500-pod list page stays a few MB), and the pod facts that GPU
+// accounting needs.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "adapters/http/wire.h"
+#include "troupe/common/status.h"
+#include "troupe/sched/pod_request.h"
+
+namespace troupe::kube {
+
+using Json = http::Json;
+
+// Parses one JSON document (an object, a list page, a watch event). Bulky members Troupe
+// never reads (managedFields, volumes, env, probes, status conditions, node images, ...) are
+// skipped while parsing; labels and annotations are always kept whole.
+Result<Json> parseKubeJson(std::string_view text);
+
+// metadata.resourceVersion, "" when absent.
+std::string resourceVersionOf(const Json& object);
+
+// A pod as GPU accounting sees it.
+struct PodView {
+  sched::PodFacts facts;
+  bool terminating = false;       // metadata.deletionTimestamp is set (it still holds its GPUs)
+  bool finished = false;          // phase Succeeded or Failed: holds nothing any more
+  int gpus = 0;                   // GPUs it holds once bound (1 for a shared pod); 0 = not a GPU pod
+  int64_t milli_per_gpu = 1000;
+  bool has_assignment = false;    // troupe.dev/gpus is present
+  std::vector<int> assigned;      // its indices when usable
+  std::string assignment_problem; // why they are not usable ("" when usable or absent)
+
+  bool bound() const { return !facts.node_name.empty(); }
+  bool holdsGpus() const { return bound() && !finished && gpus > 0; }
+};
+
+// Decodes a v1.Pod. A pod whose GPU annotations are invalid still counts by its
+// nvidia.com/gpu request: it may be running, bound by someone else.
+Result<PodView> decodePod(const Json& pod);
+
+// "0,1,2,3"
+std::string formatGpus(const std::vector<int>& gpus);
+
+}  // namespace troupe::kube

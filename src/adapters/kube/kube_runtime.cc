@@ -1,0 +1,86 @@
+#include "adapters/kube/kube_runtime.h"
+
+namespace troupe::kube {
+
+KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, http::Logger& logger, KubeOptions options)
+    : api_(api),
+      scheduler_(scheduler),
+      logger_(logger),
+      options_(std::move(options)),
+      seed_rng_(std::random_device{}()),
+      sync_(scheduler, logger),
+      events_(api, logger, options_.events),
+      binder_(api, scheduler, sync_, &events_, logger, options_.binder) {}
+
+KubeRuntime::~KubeRuntime() { stop(); }
+
+std::function<double()> KubeRuntime::makeUniform() {
+  auto rng = std::make_shared<std::mt19937_64>(seed_rng_());
+  return [rng]() { return std::uniform_real_distribution<double>(0.0, 1.0)(*rng); };
+}
+
+void KubeRuntime::start(std::function<void()> on_ready) {
+  sync_.onSynced([this, on_ready = std::move(on_ready)] {
+    const ClusterSync::Stats s = sync_.stats();
+    logger_.info("cluster state synced; ready",
+                 {{"nodes", std::to_string(s.nodes)}, {"gpu_pods", std::to_string(s.gpu_pods)},
+                  {"unknown_index_pods", std::to_string(s.unknown_pods)}, {"orphan_pods", std::to_string(s.orphan_pods)}});
+    if (on_ready) on_ready();
+  });
+  events_.start();
+  binder_.start();
+
+  WatchConfig nodes;
+  nodes.name = "nodes";
+  nodes.path = "/api/v1/nodes";
+  nodes.page_size = options_.page_size;
+  nodes.timeout_seconds = options_.watch_timeout_seconds;
+  threads_.emplace_back([this, nodes, uniform = makeUniform()] {
+    Watcher w(api_, nodes, sync_.nodeHandler(), logger_, uniform);
+    w.run(stop_);
+  });
+
+  WatchConfig pods;
+  pods.name = "pods";
+  pods.path = "/api/v1/pods";
+  // Finished pods hold nothing; a pod that finishes leaves the selection as a DELETED event.
+  pods.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
+  pods.page_size = options_.page_size;
+  pods.timeout_seconds = options_.watch_timeout_seconds;
+  threads_.emplace_back([this, pods, uniform = makeUniform()] {
+    // Pods after nodes, so the first list finds every pod's node known.
+    while (!sync_.nodesSynced() && !stop_.stopped()) stop_.sleepFor(std::chrono::milliseconds(20));
+    Watcher w(api_, pods, sync_.podHandler(), logger_, uniform);
+    w.run(stop_);
+  });
+
+  threads_.emplace_back([this] {
+    auto last_stats = std::chrono::steady_clock::now();
+    while (stop_.sleepFor(options_.reconcile_every)) {
+      binder_.reconcile();
+      if (std::chrono::steady_clock::now() - last_stats >= options_.stats_every) {
+        last_stats = std::chrono::steady_clock::now();
+        const ClusterSync::Stats s = sync_.stats();
+        logger_.info("cluster state", {{"nodes", std::to_string(s.nodes)},
+                                       {"gpu_pods", std::to_string(s.gpu_pods)},
+                                       {"unknown_index_pods", std::to_string(s.unknown_pods)},
+                                       {"orphan_pods", std::to_string(s.orphan_pods)},
+                                       {"annotation_conflicts", std::to_string(s.conflicts)},
+                                       {"unconfirmed_bindings", std::to_string(binder_.unconfirmedCount())},
+                                       {"events_posted", std::to_string(events_.posted())}});
+      }
+    }
+  });
+}
+
+void KubeRuntime::stop() {
+  stop_.stop();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
+  binder_.stop();
+  events_.stop();
+}
+
+}  // namespace troupe::kube

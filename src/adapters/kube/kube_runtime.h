@@ -1,0 +1,66 @@
+// Troupe with a Kubernetes API: the Node and Pod watches feeding the scheduling core, the
+// binder kube-scheduler's bind verb uses, the event recorder, and a housekeeping thread that
+// settles unconfirmed bindings. Readiness is reported once both watches have completed their
+// first full list (nodes first, then pods, so every pod finds its node).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "adapters/http/logger.h"
+#include "adapters/kube/api_client.h"
+#include "adapters/kube/binder.h"
+#include "adapters/kube/cluster_sync.h"
+#include "adapters/kube/events.h"
+#include "adapters/kube/stop_signal.h"
+#include "adapters/kube/watcher.h"
+#include "troupe/sched/scheduler.h"
+
+namespace troupe::kube {
+
+struct KubeOptions {
+  BinderOptions binder;
+  EventOptions events;
+  int watch_timeout_seconds = 300;
+  int page_size = 500;
+  std::chrono::seconds reconcile_every{2};
+  std::chrono::seconds stats_every{60};
+};
+
+class KubeRuntime {
+ public:
+  // `api` is shared by everything the runtime starts; it must outlive the runtime.
+  KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, http::Logger& logger, KubeOptions options = {});
+  ~KubeRuntime();
+  KubeRuntime(const KubeRuntime&) = delete;
+  KubeRuntime& operator=(const KubeRuntime&) = delete;
+
+  // Starts the watches, the binder and the housekeeping; `on_ready` runs once, on a watcher
+  // thread, after the first full sync.
+  void start(std::function<void()> on_ready);
+  void stop();
+
+  Binder& binder() { return binder_; }
+  ClusterSync& sync() { return sync_; }
+  EventRecorder& events() { return events_; }
+
+ private:
+  std::function<double()> makeUniform();
+
+  KubeTransport& api_;
+  sched::Scheduler& scheduler_;
+  http::Logger& logger_;
+  const KubeOptions options_;
+  std::mt19937_64 seed_rng_;
+
+  ClusterSync sync_;
+  EventRecorder events_;
+  Binder binder_;
+  StopSignal stop_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace troupe::kube

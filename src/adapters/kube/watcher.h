@@ -1,0 +1,105 @@
+// List-then-watch of one resource, the way client-go's reflector does it:
+//
+//   1. LIST in pages (limit=500, continue tokens), handing each object to the handler between
+//      beginList() (called before the first request) and endList(): the handler replaces its
+//      state with what was listed. A list that fails half way is never ended; the next one
+//      begins again.
+//   2. WATCH from the list's resourceVersion with allowWatchBookmarks=true and a
+//      timeoutSeconds; every event and bookmark advances the resourceVersion, so a closed
+//      watch resumes where it stopped, and nothing is lost or repeated.
+//   3. 410 Gone (on the watch request or as an ERROR event), or an expired continue token:
+//      list again from scratch.
+//   4. Any other failure: wait with capped exponential backoff and jitter (0.5 s doubling to
+//      30 s, each wait a random point in its upper half), then resume.
+//
+// Runs on its own thread until stop; the handler is called from that thread only.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "adapters/http/logger.h"
+#include "adapters/kube/api_client.h"
+#include "adapters/kube/kube_objects.h"
+#include "adapters/kube/stop_signal.h"
+
+namespace troupe::kube {
+
+enum class WatchEventType { kAdded, kModified, kDeleted };
+
+class WatchHandler {
+ public:
+  virtual ~WatchHandler() = default;
+  virtual void beginList() = 0;
+  virtual void listed(const Json& object) = 0;
+  virtual void endList() = 0;
+  virtual void event(WatchEventType type, const Json& object) = 0;
+};
+
+class Backoff {
+ public:
+  // `uniform` returns a number in [0, 1); injected so tests are deterministic.
+  Backoff(std::chrono::milliseconds initial, std::chrono::milliseconds cap, std::function<double()> uniform);
+  // The next wait: the current step scaled into [step/2, step), then the step doubles (capped).
+  std::chrono::milliseconds next();
+  void reset();
+  std::chrono::milliseconds step() const { return step_; }
+
+ private:
+  const std::chrono::milliseconds initial_, cap_;
+  std::function<double()> uniform_;
+  std::chrono::milliseconds step_;
+};
+
+struct WatchConfig {
+  std::string name;            // "nodes", for logs
+  std::string path;            // "/api/v1/nodes"
+  std::string field_selector;  // e.g. "status.phase!=Succeeded,status.phase!=Failed"
+  int page_size = 500;
+  int timeout_seconds = 300;   // per watch request; a random 0-25% is added
+  std::chrono::milliseconds backoff_initial{500};
+  std::chrono::milliseconds backoff_cap{30000};
+};
+
+struct WatchStats {
+  uint64_t lists = 0;        // full lists completed
+  uint64_t watches = 0;      // watch requests that got a 200
+  uint64_t events = 0;
+  uint64_t bookmarks = 0;
+  uint64_t gone = 0;         // 410s that forced a relist
+  uint64_t failures = 0;     // failed requests (backed off)
+};
+
+class Watcher {
+ public:
+  Watcher(KubeTransport& api, WatchConfig config, WatchHandler& handler, http::Logger& logger,
+          std::function<double()> uniform);
+
+  // Lists and watches until `stop` fires.
+  void run(StopSignal& stop);
+
+  // One step of run(), for tests: lists when there is no resourceVersion, else watches once.
+  // False when the step failed (run() would back off).
+  bool step(StopSignal& stop);
+
+  const std::string& resourceVersion() const { return resource_version_; }
+  const WatchStats& stats() const { return stats_; }
+  Backoff& backoff() { return backoff_; }
+
+ private:
+  bool list(StopSignal& stop);
+  bool watch(StopSignal& stop);
+  std::string query(bool watch) const;
+
+  KubeTransport& api_;
+  WatchConfig config_;
+  WatchHandler& handler_;
+  http::Logger& logger_;
+  std::function<double()> uniform_;
+  Backoff backoff_;
+  std::string resource_version_;
+  WatchStats stats_;
+};
+
+}  // namespace troupe::kube

@@ -1,0 +1,293 @@
+// troupe simulate: replays a cluster trace through the scheduling core, the FGD paper's way,
+// and compares policies. Reads files and writes results; the simulation itself is in troupe_sim.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "app/commands.h"
+#include "troupe/common/strings.h"
+#include "troupe/sim/cluster.h"
+#include "troupe/sim/replay.h"
+#include "troupe/sim/report.h"
+#include "troupe/sim/trace.h"
+
+namespace troupe::app {
+
+const char* const kSimulateHelp = R"(troupe simulate - replay a GPU cluster trace and compare scheduling policies
+
+Usage:
+  troupe simulate [--nodes CSV --pods CSV] [--policy a,b,...] [--seeds N] [flags]
+
+Replays the Alibaba openb trace format the way the FGD paper (Weng et al., USENIX ATC '23)
+does, through the same filter and scoring code as 'troupe serve': pods are shuffled with a
+seed, cloned until they ask for 130% of the cluster's GPUs, and tried once each, in order;
+a pod that fits nowhere is dropped. The table gives the GPUs left unallocated when the arrived
+requests reach 100% (and 130%) of capacity: lower is better.
+
+Flags:
+  --nodes CSV        node list: sn,cpu_milli,memory_mib,gpu,model (default: the openb cluster
+                     in ../shared/data/alibaba-gpu-v2023/ when present, else the small trace
+                     in examples/trace/)
+  --pods CSV         pod list: name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...]
+                     (gpu_milli is per GPU; default: as for --nodes)
+  --policy LIST      comma-separated, default troupe,fgd,best-fit,gpu-packing,gpu-clustering,
+                     dot-product,random. All: troupe, fgd, best-fit, dot-product, gpu-packing,
+                     gpu-clustering, random, kube (stock kube-scheduler resource scoring,
+                     random ties), binpack, spread
+  --seeds N          runs per policy, seeds FIRST..FIRST+N-1 (default 10, the paper's)
+  --first-seed S     the first seed (default 42, the paper's)
+  --arrive PERCENT   report unallocated GPUs at this arrived % (default 100; 130 is always
+                     reported too)
+  --tune RATIO       clone pods until they ask for RATIO x the GPU capacity (default 1.3)
+  --json             print the results as JSON instead of the table
+  --out DIR          write DIR/curves.csv (mean allocation per arrived %), DIR/runs.csv (per
+                     seed) and DIR/allocation.svg (the plot)
+  --threads N        parallel runs (default: the machine's cores)
+  -h, --help         this text
+
+Example:
+  troupe simulate --policy troupe,fgd,best-fit --seeds 3 --out sim-out
+)";
+
+namespace {
+
+constexpr const char* kSharedNodes = "../shared/data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv";
+constexpr const char* kSharedPods = "../shared/data/alibaba-gpu-v2023/openb_pod_list_default.csv";
+constexpr const char* kExampleNodes = "examples/trace/nodes.csv";
+constexpr const char* kExamplePods = "examples/trace/pods.csv";
+
+struct SimulateFlags {
+  std::string nodes, pods;
+  std::vector<sched::PolicyKind> policies;
+  int seeds = 10;
+  int64_t first_seed = 42;
+  int arrive = 100;
+  double tune = 1.3;
+  bool json = false;
+  std::string out;
+  int threads = 0;
+};
+
+int usage(const std::string& message) {
+  std::cerr << "troupe simulate: " << message << "\nRun 'troupe simulate --help' for the flags.\n";
+  return 2;
+}
+
+std::optional<std::string> slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool parseInt(const std::string& text, int64_t lo, int64_t hi, int64_t* out) {
+  try {
+    size_t used = 0;
+    long long v = std::stoll(text, &used);
+    if (used != text.size() || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+// Returns an exit code when the command should stop (help, or a usage error).
+std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlags& f) {
+  std::string policy_list = "troupe,fgd,best-fit,gpu-packing,gpu-clustering,dot-product,random";
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i], value;
+    if (arg == "-h" || arg == "--help") {
+      std::cout << kSimulateHelp;
+      return 0;
+    }
+    if (arg == "--json") {
+      f.json = true;
+      continue;
+    }
+    bool has_value = false;
+    if (size_t eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_value = true;
+    }
+    static const char* const kValued[] = {"--nodes", "--pods", "--policy", "--seeds", "--first-seed",
+                                          "--arrive", "--tune", "--out", "--threads"};
+    if (std::find(std::begin(kValued), std::end(kValued), arg) == std::end(kValued)) {
+      return usage("unknown flag \"" + arg + "\"");
+    }
+    if (!has_value) {
+      if (i + 1 >= args.size()) return usage(arg + " needs a value");
+      value = args[++i];
+    }
+    int64_t n = 0;
+    if (arg == "--nodes") {
+      f.nodes = value;
+    } else if (arg == "--pods") {
+      f.pods = value;
+    } else if (arg == "--policy") {
+      policy_list = value;
+    } else if (arg == "--seeds") {
+      if (!parseInt(value, 1, 1000, &n)) return usage("--seeds \"" + value + "\" must be a whole number from 1 to 1000");
+      f.seeds = static_cast<int>(n);
+    } else if (arg == "--first-seed") {
+      if (!parseInt(value, -(int64_t{1} << 62), int64_t{1} << 62, &n)) return usage("--first-seed \"" + value + "\" must be a whole number");
+      f.first_seed = n;
+    } else if (arg == "--arrive") {
+      if (!parseInt(value, 1, 1000, &n)) return usage("--arrive \"" + value + "\" must be a whole percent from 1 to 1000, e.g. 100");
+      f.arrive = static_cast<int>(n);
+    } else if (arg == "--tune") {
+      try {
+        size_t used = 0;
+        f.tune = std::stod(value, &used);
+        if (used != value.size() || f.tune < 0.1 || f.tune > 10) throw std::invalid_argument(value);
+      } catch (...) {
+        return usage("--tune \"" + value + "\" must be a ratio from 0.1 to 10, e.g. 1.3");
+      }
+    } else if (arg == "--out") {
+      f.out = value;
+    } else if (arg == "--threads") {
+      if (!parseInt(value, 1, 256, &n)) return usage("--threads \"" + value + "\" must be a whole number from 1 to 256");
+      f.threads = static_cast<int>(n);
+    }
+  }
+  for (const std::string& name : splitList(policy_list, ',')) {
+    Result<sched::PolicyKind> kind = sched::parsePolicy(trim(name));
+    if (!kind.isOk()) return usage("--policy: " + kind.status().message());
+    if (std::find(f.policies.begin(), f.policies.end(), kind.value()) == f.policies.end()) f.policies.push_back(kind.value());
+  }
+  if (f.policies.empty()) return usage("--policy needs at least one policy name");
+  if (f.nodes.empty() != f.pods.empty()) return usage("give both --nodes and --pods, or neither for the default trace");
+  if (f.nodes.empty()) {
+    const bool shared = std::filesystem::exists(kSharedNodes) && std::filesystem::exists(kSharedPods);
+    f.nodes = shared ? kSharedNodes : kExampleNodes;
+    f.pods = shared ? kSharedPods : kExamplePods;
+  }
+  return std::nullopt;
+}
+
+// A progress bar on stderr, only for a terminal, redrawn at most every 100 ms.
+class Progress {
+ public:
+  explicit Progress(int total) : total_(total), enabled_(isatty(STDERR_FILENO) == 1) {}
+  void done(const std::string& what) {
+    std::lock_guard lock(mu_);
+    ++done_;
+    if (!enabled_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (done_ < total_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const int width = 30, filled = width * done_ / total_;
+    std::fprintf(stderr, "\r[%s%s] %d/%d runs  %-28s", std::string(static_cast<size_t>(filled), '#').c_str(),
+                 std::string(static_cast<size_t>(width - filled), '.').c_str(), done_, total_, what.c_str());
+    if (done_ == total_) std::fprintf(stderr, "\r%*s\r", 80, "");
+    std::fflush(stderr);
+  }
+
+ private:
+  std::mutex mu_;
+  int total_, done_ = 0;
+  bool enabled_;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+bool writeFile(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+int simulateCommand(const std::vector<std::string>& args) {
+  SimulateFlags f;
+  if (std::optional<int> stop = parseFlags(args, f)) return *stop;
+  std::optional<std::string> node_text = slurp(f.nodes);
+  if (!node_text) return usage("cannot read --nodes file \"" + f.nodes + "\"");
+  std::optional<std::string> pod_text = slurp(f.pods);
+  if (!pod_text) return usage("cannot read --pods file \"" + f.pods + "\"");
+  Result<std::vector<sim::TraceNode>> trace_nodes = sim::parseNodeCsv(*node_text, f.nodes);
+  if (!trace_nodes.isOk()) return usage(trace_nodes.status().message());
+  Result<std::vector<sim::TracePod>> trace_pods = sim::parsePodCsv(*pod_text, f.pods);
+  if (!trace_pods.isOk()) return usage(trace_pods.status().message());
+  std::vector<sim::TracePod> pods = std::move(trace_pods).value();
+  std::sort(pods.begin(), pods.end(), [](const sim::TracePod& a, const sim::TracePod& b) { return a.name < b.name; });
+  {
+    model::TopologyCatalog catalog;
+    Result<sim::Cluster> check = sim::buildCluster(trace_nodes.value(), catalog);
+    if (!check.isOk()) return usage(f.nodes + ": " + check.status().message());
+  }
+
+  sim::Report report;
+  report.nodes_file = f.nodes;
+  report.pods_file = f.pods;
+  report.first_seed = f.first_seed;
+  report.seeds = f.seeds;
+  report.points = {f.arrive};
+  if (f.arrive != 130) report.points.push_back(130);
+  for (sched::PolicyKind k : f.policies) {
+    report.policies.push_back({k, std::vector<sim::RunResult>(static_cast<size_t>(f.seeds))});
+  }
+  // Jobs are (policy, seed); each worker has its own cluster so topology memos are not shared.
+  const int jobs = static_cast<int>(f.policies.size()) * f.seeds;
+  const int threads = std::min(jobs, f.threads > 0 ? f.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  std::atomic<int> next{0};
+  Progress progress(jobs);
+  const auto start = std::chrono::steady_clock::now();
+  auto worker = [&] {
+    model::TopologyCatalog catalog;
+    sim::Cluster cluster = sim::buildCluster(trace_nodes.value(), catalog).value();
+    for (int j = next++; j < jobs; j = next++) {
+      sim::PolicyRuns& p = report.policies[static_cast<size_t>(j / f.seeds)];
+      sim::ReplayInput in;
+      in.cluster = &cluster;
+      in.sorted_pods = &pods;
+      in.seed = f.first_seed + j % f.seeds;
+      in.tune_ratio = f.tune;
+      in.policy.kind = p.policy;
+      if (getenv("EXP_W")) sscanf(getenv("EXP_W"), "%lf,%lf,%lf", &in.policy.pack_weight, &in.policy.topology_weight, &in.policy.domain_weight);
+      p.runs[static_cast<size_t>(j % f.seeds)] = sim::replay(in);
+      progress.done(std::string(sched::policyName(p.policy)) + " seed " + std::to_string(in.seed));
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (std::thread& t : pool) t.join();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  if (f.json) {
+    std::cout << sim::renderJson(report);
+  } else {
+    std::cout << "Trace: " << f.nodes << " + " << f.pods << " (" << pods.size() << " pods)\n\n"
+              << sim::renderTable(report);
+  }
+  if (!f.out.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(f.out, ec);
+    const std::filesystem::path dir(f.out);
+    if (ec || !writeFile(dir / "curves.csv", sim::renderCurvesCsv(report)) ||
+        !writeFile(dir / "runs.csv", sim::renderRunsCsv(report)) ||
+        !writeFile(dir / "allocation.svg", sim::renderSvg(report))) {
+      std::cerr << "troupe simulate: cannot write to --out directory \"" << f.out << "\"\n";
+      return 1;
+    }
+    (f.json ? std::cerr : std::cout) << "\nPlot: " << (dir / "allocation.svg").string() << "   curves: "
+                                     << (dir / "curves.csv").string() << "   per seed: " << (dir / "runs.csv").string() << "\n";
+  }
+  if (!f.json) std::cout << "\n" << jobs << " runs in " << std::to_string(static_cast<int>(report.seconds + 0.5)) << " s on " << threads << " threads.\n";
+  return 0;
+}
+
+}  // namespace troupe::app

@@ -1,0 +1,219 @@
+#include "troupe/sched/node_scoring.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+
+#include "troupe/model/gpu_selection.h"
+#include "troupe/sched/baseline_scores.h"
+
+namespace troupe::sched {
+namespace {
+
+using model::kMilliPerGpu;
+using model::NodeState;
+
+struct FragEval {
+  int points = 0;       // FGD's integer score
+  double delta = 0;     // F_after - F_before, milli-GPU
+  int gpu = -1;         // for sharing pods: the GPU evaluated best
+};
+
+double fragOf(const ScoreContext& ctx, const RequestMix& mix, uint64_t access, int64_t cpu,
+              std::span<const int64_t> free) {
+  return ctx.cache ? ctx.cache->get(access, cpu, free) : fragmentation(mix, access, cpu, free);
+}
+
+// FGD's evaluation: F before and after the pod. Sharing pods try every GPU that fits and keep
+// the best (lowest index among equal scores); other pods take what `taken` names.
+FragEval evalFragmentation(const NodeState& node, const GpuRequest& req, const ScoreContext& ctx,
+                           uint64_t taken) {
+  const RequestMix& mix = ctx.mix ? *ctx.mix : RequestMix::defaults();
+  const uint64_t access = mixAccess(mix, node.info().gpu_product);
+  std::vector<int64_t> free = freeMilli(node);
+  const int64_t cpu = cpuLeft(node);
+  const double before = fragOf(ctx, mix, access, cpu, free);
+  FragEval best;
+  if (req.shared()) {
+    for (size_t g = 0; g < free.size(); ++g) {
+      if (free[g] < req.milli_per_gpu) continue;
+      free[g] -= req.milli_per_gpu;
+      const double after = fragOf(ctx, mix, access, cpu - req.cpu_milli, free);
+      free[g] += req.milli_per_gpu;
+      const int points = fgdScore(before, after);
+      if (best.gpu < 0 || points > best.points) best = {points, after - before, static_cast<int>(g)};
+    }
+    return best;
+  }
+  for (int g : model::maskToIndices(taken)) free[static_cast<size_t>(g)] -= req.milli_per_gpu;
+  const double after = fragOf(ctx, mix, access, cpu - req.cpu_milli, free);
+  best.points = fgdScore(before, after);
+  best.delta = after - before;
+  return best;
+}
+
+double packAfter(const NodeState& node, const GpuRequest& req) {
+  const int64_t capacity = static_cast<int64_t>(node.gpuCount()) * kMilliPerGpu;
+  if (capacity == 0) return 0.0;
+  return std::min(1.0, static_cast<double>(node.usedMilliTotal() + req.totalMilli()) / static_cast<double>(capacity));
+}
+
+// Troupe: FGD's quantised fragmentation on the live mix decides; among equals, the blend of
+// topology, packing and NVLink domains (below one point, so it never overrides fragmentation).
+double troupeValue(const PolicyConfig& policy, const NodeState& node, const GpuRequest& req,
+                   Placement& placement, const ScoreContext& ctx) {
+  FragEval frag = evalFragmentation(node, req, ctx, model::indicesToMask(placement.gpus));
+  if (req.shared() && frag.gpu >= 0) placement.gpus = {frag.gpu};
+  static const double S = getenv("EXP_S") ? atof(getenv("EXP_S")) : 1000;
+  static const double L = getenv("EXP_L") ? atof(getenv("EXP_L")) : 100;
+  static const int M = getenv("EXP_M") ? atoi(getenv("EXP_M")) : 0;
+  double pts = std::floor(L / (1 + std::exp(frag.delta / S)));
+  double sec = 0;
+  const double cpuleft = static_cast<double>(cpuLeft(node) - req.cpu_milli);
+  const double gpuleft = static_cast<double>(node.gpuCount() * 1000 - node.usedMilliTotal() - req.totalMilli());
+  switch (M) {
+    case 0: sec = troupeBlend(policy, node, req, placement); break;
+    case 1: sec = 1 - node.gpuCount() / 64.0; break;
+    case 2: sec = node.gpuCount() / 64.0; break;
+    case 3: sec = 1 - gpuleft / 64000.0; break;   // best-fit GPU
+    case 4: sec = 1 - cpuleft / 1e6; break;        // best-fit CPU
+    case 5: sec = cpuleft / 1e6; break;            // worst-fit CPU
+    case 6: sec = 1 - (0.5 * cpuleft / 128000 + 0.5 * gpuleft / 8000) / 2; break;
+    case 7: sec = 0.5 * placement.topology_quality; break;
+  }
+  return pts + 0.99 * sec;
+}
+
+uint64_t mixHash(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
+  return h * 0xBF58476D1CE4E5B9ULL;
+}
+
+}  // namespace
+
+Placement lowestFreePlacement(const NodeState& node, int gpus) {
+  Placement p;
+  uint64_t free = node.fullyFreeMask();
+  for (int i = 0; i < gpus && free; ++i) {
+    p.gpus.push_back(std::countr_zero(free));
+    free &= free - 1;
+  }
+  return p;
+}
+
+int tightestGpu(const NodeState& node, int64_t milli) {
+  int best = -1;
+  for (int g = 0; g < node.gpuCount(); ++g) {
+    if (node.gpuFreeMilli(g) < milli) continue;
+    if (best < 0 || node.gpuFreeMilli(g) < node.gpuFreeMilli(best)) best = g;
+  }
+  return best;
+}
+
+void describePlacement(const model::GpuTopology& topology, Placement& p) {
+  const int k = static_cast<int>(p.gpus.size());
+  if (k < 2) {
+    p.topology_quality = 1.0;
+    p.best_possible = true;
+    p.bottleneck = 0.0;
+    return;
+  }
+  const uint64_t mask = model::indicesToMask(p.gpus);
+  p.bottleneck = topology.bottleneck(mask);
+  const double ideal = topology.bestBottleneck(k);
+  p.topology_quality = ideal > 0 ? std::min(1.0, p.bottleneck / ideal) : 1.0;
+  p.best_possible = p.topology_quality >= 1.0 - 1e-9;
+}
+
+TieBreak tieBreakOf(PolicyKind kind) {
+  return kind == PolicyKind::kKube ? TieBreak::kRandom : TieBreak::kNodeOrder;
+}
+
+double troupeBlend(const PolicyConfig& policy, const NodeState& node, const GpuRequest& req,
+                   const Placement& placement) {
+  // Untouched NVLink domains (of 2+ GPUs) that this placement would break.
+  const uint64_t free = node.fullyFreeMask();
+  const uint64_t taken = model::indicesToMask(placement.gpus);
+  int intact = 0, broken = 0;
+  for (uint64_t d : node.topology().nvlinkDomains()) {
+    if (std::popcount(d) < 2 || (d & free) != d) continue;
+    ++intact;
+    if ((d & taken) != 0 && (d & taken) != d) ++broken;
+  }
+  const double domains = intact == 0 ? 1.0 : 1.0 - static_cast<double>(broken) / intact;
+  // Topology: half relative (the best set this node offers), half absolute (how fast that
+  // set is), so a multi-GPU pod prefers NVSwitch over PCIe and, on a node, its best GPUs.
+  double topology = 1.0;
+  if (req.gpus > 1 && req.topology != TopologyMode::kNone) {
+    topology = 0.5 * placement.topology_quality +
+               0.5 * std::min(1.0, placement.bottleneck / kReferenceBandwidth);
+  }
+  const double total = policy.pack_weight + policy.topology_weight + policy.domain_weight;
+  if (total <= 0) return 0.0;
+  return (policy.pack_weight * packAfter(node, req) + policy.topology_weight * topology +
+          policy.domain_weight * domains) /
+         total;
+}
+
+double unitScore(const PolicyConfig& policy, const NodeState& node, const GpuRequest& req,
+                 const Placement& placement, const ScoreContext& ctx) {
+  switch (policy.kind) {
+    case PolicyKind::kTroupe: {
+      Placement p = placement;
+      return troupeValue(policy, node, req, p, ctx) / 101.0;
+    }
+    case PolicyKind::kRandom: {
+      uint64_t h = 1469598103934665603ULL;
+      for (unsigned char c : node.info().name) h = mixHash(h, c);
+      h = mixHash(h, static_cast<uint64_t>(node.usedMilliTotal()));
+      h = mixHash(h, static_cast<uint64_t>(node.podCount()));
+      return static_cast<double>(h >> 11) / 9007199254740992.0;
+    }
+    case PolicyKind::kKube: return static_cast<double>(kubeDefaultScore(node, req)) / 200.0;
+    case PolicyKind::kBinpack: return packAfter(node, req);
+    case PolicyKind::kSpread: return 1.0 - packAfter(node, req);
+    default: return std::clamp(scoreNode(policy, node, req, ctx).value / 100.0, 0.0, 1.0);
+  }
+}
+
+NodeScore scoreNode(const PolicyConfig& policy, const NodeState& node, const GpuRequest& req,
+                    const ScoreContext& ctx) {
+  NodeScore out;
+  if (policy.kind == PolicyKind::kTroupe) {
+    // Troupe's own GPU choice: the best-connected set (placeOnNode), then describe it.
+    if (req.wantsGpus() && !req.shared()) {
+      if (std::optional<Placement> p = placeOnNode(node, req)) out.placement = *p;
+    }
+    describePlacement(node.topology(), out.placement);
+    out.value = troupeValue(policy, node, req, out.placement, ctx);
+    return out;
+  }
+  // The paper's GPU choice: lowest-index free GPUs; the tightest GPU for a share.
+  if (req.shared()) {
+    out.placement.gpus = {tightestGpu(node, req.milli_per_gpu)};
+  } else if (req.wantsGpus()) {
+    out.placement = lowestFreePlacement(node, req.gpus);
+  }
+  switch (policy.kind) {
+    case PolicyKind::kFgd: {
+      FragEval frag = evalFragmentation(node, req, ctx, model::indicesToMask(out.placement.gpus));
+      if (req.shared()) out.placement.gpus = {frag.gpu};
+      out.value = frag.points;
+      break;
+    }
+    case PolicyKind::kBestFit: out.value = static_cast<double>(bestFitScore(node, req)); break;
+    case PolicyKind::kDotProduct: out.value = static_cast<double>(dotProductScore(node, req)); break;
+    case PolicyKind::kGpuPacking: out.value = static_cast<double>(gpuPackingScore(node, req)); break;
+    case PolicyKind::kGpuClustering: out.value = static_cast<double>(gpuClusteringScore(node, req)); break;
+    case PolicyKind::kKube: out.value = static_cast<double>(kubeDefaultScore(node, req)); break;
+    case PolicyKind::kBinpack: out.value = packAfter(node, req); break;
+    case PolicyKind::kSpread: out.value = 1.0 - packAfter(node, req); break;
+    case PolicyKind::kRandom: out.value = 0; break;
+    case PolicyKind::kTroupe: break;
+  }
+  describePlacement(node.topology(), out.placement);
+  return out;
+}
+
+}  // namespace troupe::sched

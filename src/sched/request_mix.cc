@@ -1,0 +1,79 @@
+#include "troupe/sched/request_mix.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "troupe/common/strings.h"
+
+namespace troupe::sched {
+namespace {
+
+using ShapeKey = std::tuple<int64_t, int64_t, int, std::string>;  // cpu, milli, gpus, models
+
+ShapeKey keyOf(const GpuRequest& r) {
+  return {r.cpu_milli, r.wantsGpus() ? r.milli_per_gpu : 0, r.gpus, joinList(r.models, "|")};
+}
+
+}  // namespace
+
+RequestMix RequestMix::fromRequests(const std::vector<GpuRequest>& requests, double coverage) {
+  std::map<ShapeKey, std::pair<int64_t, const GpuRequest*>> counts;
+  for (const GpuRequest& r : requests) {
+    auto& slot = counts[keyOf(r)];
+    ++slot.first;
+    slot.second = &r;
+  }
+  std::vector<std::pair<ShapeKey, std::pair<int64_t, const GpuRequest*>>> shapes(counts.begin(), counts.end());
+  std::stable_sort(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) {
+    if (a.second.first != b.second.first) return a.second.first > b.second.first;
+    return a.first > b.first;
+  });
+  RequestMix mix;
+  const double total = static_cast<double>(requests.size());
+  int64_t covered = 0;
+  for (const auto& [key, value] : shapes) {
+    if (total > 0 && static_cast<double>(covered) >= coverage * total) break;
+    covered += value.first;
+    const GpuRequest& r = *value.second;
+    mix.entries_.push_back({r.cpu_milli, r.wantsGpus() ? r.milli_per_gpu : 0, r.gpus, r.models,
+                            static_cast<double>(value.first)});
+  }
+  for (TypicalRequest& t : mix.entries_) t.probability /= static_cast<double>(covered);
+  return mix;
+}
+
+const RequestMix& RequestMix::defaults() {
+  static const RequestMix mix = [] {
+    RequestMix m;
+    // Whole GPUs in the sizes jobs use, and the common "half a GPU" share.
+    for (auto [gpus, milli, p] : {std::tuple{1, 1000, 0.4}, {2, 1000, 0.15}, {4, 1000, 0.1},
+                                  {8, 1000, 0.1}, {1, 500, 0.25}}) {
+      m.entries_.push_back({0, milli, gpus, {}, p});
+    }
+    return m;
+  }();
+  return mix;
+}
+
+RequestMixWindow::RequestMixWindow(size_t capacity, size_t refresh)
+    : capacity_(std::max<size_t>(1, capacity)), refresh_(std::max<size_t>(1, refresh)) {}
+
+void RequestMixWindow::record(const GpuRequest& request) {
+  std::lock_guard lock(mu_);
+  window_.push_back(request);
+  if (window_.size() > capacity_) window_.pop_front();
+  if (++since_refresh_ < refresh_) return;
+  since_refresh_ = 0;
+  // Rebuilt under the lock: at most every `refresh_` requests, a sort of `capacity_` shapes.
+  mix_ = std::make_shared<const RequestMix>(
+      RequestMix::fromRequests(std::vector<GpuRequest>(window_.begin(), window_.end())));
+}
+
+std::shared_ptr<const RequestMix> RequestMixWindow::current() const {
+  std::lock_guard lock(mu_);
+  if (mix_) return mix_;
+  return std::shared_ptr<const RequestMix>(std::shared_ptr<const RequestMix>(), &RequestMix::defaults());
+}
+
+}  // namespace troupe::sched

@@ -1,0 +1,202 @@
+#include "troupe/sim/replay.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include "troupe/sched/node_scoring.h"
+#include "troupe/sched/placement.h"
+#include "troupe/sched/request_mix.h"
+
+namespace troupe::sim {
+namespace {
+
+using sched::PolicyKind;
+
+// The mix a policy measures fragmentation against. FGD: the trace's own typical pods (the
+// original list, before tuning), as in the paper. Troupe: what it has seen so far, through the
+// live extender's window.
+class MixSource {
+ public:
+  MixSource(const std::vector<TracePod>& pods, PolicyKind kind) : live_(kind == PolicyKind::kTroupe && !getenv("EXP_TRACEMIX")),
+    window_(getenv("EXP_CAP") ? atoi(getenv("EXP_CAP")) : 5000, getenv("EXP_REF") ? atoi(getenv("EXP_REF")) : 500) {
+    if (!live_) {
+      std::vector<sched::GpuRequest> reqs;
+      reqs.reserve(pods.size());
+      for (const TracePod& p : pods) reqs.push_back(requestOf(p));
+      fixed_ = std::make_shared<const sched::RequestMix>(sched::RequestMix::fromRequests(reqs));
+      cache_.emplace(*fixed_);
+    }
+  }
+  void arrived(const sched::GpuRequest& req) {
+    if (live_) window_.record(req);
+  }
+  sched::ScoreContext context() {
+    std::shared_ptr<const sched::RequestMix> mix = live_ ? window_.current() : fixed_;
+    if (!mix) return {};
+    if (mix != current_) {
+      current_ = mix;
+      cache_.reset();
+      cache_.emplace(*mix);
+      ++epoch_;
+    }
+    return {current_.get(), &*cache_};
+  }
+  // Changes whenever the mix does, so scores computed against an older mix are not reused.
+  uint32_t epoch() const { return epoch_; }
+
+ private:
+  bool live_;
+  sched::RequestMixWindow window_;
+  std::shared_ptr<const sched::RequestMix> fixed_;
+  std::shared_ptr<const sched::RequestMix> current_;
+  std::optional<sched::FragmentationCache> cache_;
+  uint32_t epoch_ = 1;
+};
+
+// Pods of one shape get the same verdict and score on a node until the node changes (or the
+// mix does), and each pod changes one node: remembering them per (node, shape) saves almost
+// every checkNode and score call without changing any result.
+struct Memo {
+  uint32_t version = 0;  // the node's version the verdict is for; 0 = none
+  uint32_t epoch = 0;    // the mix epoch the score is for; 0 = not scored
+  bool fits = false;
+  sched::NodeScore score;
+};
+
+std::vector<int> shapeIds(const std::vector<sched::GpuRequest>& requests, int* count) {
+  std::map<std::tuple<int64_t, int64_t, int, int64_t, std::vector<std::string>>, int> ids;
+  std::vector<int> out;
+  out.reserve(requests.size());
+  for (const sched::GpuRequest& r : requests) {
+    auto key = std::make_tuple(r.cpu_milli, r.memory_bytes, r.gpus, r.milli_per_gpu, r.models);
+    out.push_back(ids.emplace(key, static_cast<int>(ids.size())).first->second);
+  }
+  *count = static_cast<int>(ids.size());
+  return out;
+}
+
+}  // namespace
+
+RunResult replay(const ReplayInput& in) {
+  const auto start = std::chrono::steady_clock::now();
+  const Cluster& cluster = *in.cluster;
+  const std::vector<TracePod>& pods = *in.sorted_pods;
+  RunPlan plan = planRun(pods, static_cast<int>(cluster.nodes.size()), cluster.gpu_milli(), in.seed, in.tune_ratio);
+  GoRandom& rng = plan.random;
+
+  std::vector<model::NodeState> nodes;
+  nodes.reserve(cluster.nodes.size());
+  for (const model::NodeInfo& info : cluster.nodes) nodes.emplace_back(info);
+  std::vector<sched::GpuRequest> requests;
+  requests.reserve(pods.size());
+  for (const TracePod& p : pods) requests.push_back(requestOf(p));
+
+  RunResult result;
+  result.policy = in.policy.kind;
+  result.seed = in.seed;
+  result.capacity_gpus = cluster.gpus;
+  result.pods = static_cast<int>(plan.order.size());
+  result.clones = plan.clones;
+  result.curve.reserve(plan.order.size());
+  MixSource mix(pods, in.policy.kind);
+  const sched::TieBreak ties = sched::tieBreakOf(in.policy.kind);
+  int64_t arrived = 0, used = 0;
+  std::vector<size_t> feasible;
+  feasible.reserve(nodes.size());
+  int shape_count = 0;
+  const std::vector<int> shape_of = shapeIds(requests, &shape_count);
+  std::vector<uint32_t> version(nodes.size(), 1);
+  std::vector<Memo> memo(nodes.size() * static_cast<size_t>(shape_count));
+  auto memoOf = [&](size_t node, int pod) -> Memo& {
+    return memo[node * static_cast<size_t>(shape_count) + static_cast<size_t>(shape_of[static_cast<size_t>(pod)])];
+  };
+
+  for (size_t step = 0; step < plan.order.size(); ++step) {
+    const int pod = plan.order[step];
+    const sched::GpuRequest& req = requests[static_cast<size_t>(pod)];
+    arrived += req.wantsGpus() ? req.totalMilli() : 0;
+    mix.arrived(req);
+    feasible.clear();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      Memo& m = memoOf(i, pod);
+      if (m.version != version[i]) {
+        m.version = version[i];
+        m.epoch = 0;
+        m.fits = sched::checkNode(nodes[i], req).fit == sched::Fit::kFits;
+      }
+      if (m.fits) feasible.push_back(i);
+    }
+    std::optional<size_t> chosen;
+    sched::Placement placement;
+    if (feasible.size() == 1) {
+      // kube-scheduler takes a lone feasible node without scoring.
+      chosen = feasible.front();
+      placement = sched::scoreNode(in.policy, nodes[*chosen], req, mix.context()).placement;
+    } else if (!feasible.empty() && in.policy.kind == PolicyKind::kRandom) {
+      chosen = feasible[static_cast<size_t>(rng.intn(static_cast<int>(feasible.size())))];
+      placement = sched::scoreNode(in.policy, nodes[*chosen], req, mix.context()).placement;
+    } else if (!feasible.empty()) {
+      const sched::ScoreContext ctx = mix.context();
+      double best = 0;
+      int tied = 0;
+      for (size_t i : feasible) {
+        Memo& m = memoOf(i, pod);
+        if (m.epoch != mix.epoch()) {
+          m.score = sched::scoreNode(in.policy, nodes[i], req, ctx);
+          m.epoch = mix.epoch();
+        }
+        const sched::NodeScore& s = m.score;
+        bool take = false;
+        if (!chosen || s.value > best) {
+          take = true;
+          tied = 1;
+        } else if (s.value == best) {
+          if (ties == sched::TieBreak::kRandom) {
+            take = rng.intn(++tied) == 0;  // reservoir sampling, as kube-scheduler's selectHost
+          } else {
+            take = plan.node_rank[i] < plan.node_rank[*chosen];
+          }
+        }
+        if (take) {
+          chosen = i;
+          best = s.value;
+          placement = s.placement;
+        }
+      }
+    }
+    if (chosen && in.policy.kind == PolicyKind::kRandom && req.shared()) {
+      // A uniformly random GPU that fits, by reservoir sampling on the same stream.
+      int seen = 0;
+      for (int g = 0; g < nodes[*chosen].gpuCount(); ++g) {
+        if (nodes[*chosen].gpuFreeMilli(g) < req.milli_per_gpu) continue;
+        if (rng.intn(++seen) == 0) placement.gpus = {g};
+      }
+    }
+    if (chosen) {
+      model::Allocation a;
+      a.pod_uid = std::to_string(step);
+      a.gpus = placement.gpus;
+      a.milli_per_gpu = req.milli_per_gpu;
+      a.cpu_milli = req.cpu_milli;
+      a.memory_bytes = req.memory_bytes;
+      a.topology_quality = placement.topology_quality;
+      if (nodes[*chosen].add(a).isOk()) {
+        ++version[*chosen];
+        ++result.placed;
+        if (req.wantsGpus()) used += req.totalMilli();
+        if (req.gpus > 1) {
+          ++result.multi_gpu_placed;
+          if (placement.best_possible) ++result.multi_gpu_best;
+        }
+      }
+    }
+    result.curve.push_back({arrived, used});
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace troupe::sim

@@ -1,0 +1,339 @@
+// Binding through a fake API server: the annotation and the Binding, idempotent retries,
+// concurrent binds, and what stays held after each kind of failure.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "adapters/http/logger.h"
+#include "adapters/kube/binder.h"
+#include "adapters/kube/cluster_sync.h"
+#include "adapters/kube/events.h"
+#include "kube_test_support.h"
+#include "support/fixtures.h"
+#include "troupe/model/gpu_selection.h"
+#include "troupe/sched/scheduler.h"
+
+namespace {
+
+using troupe::Code;
+using troupe::http::BindingArgs;
+using troupe::kube::ApiErrorKind;
+using troupe::kube::ApiReply;
+using troupe::kube::Binder;
+using troupe::kube::ClusterSync;
+using troupe::kube::EventRecorder;
+using troupe::kube::replyFromFailure;
+using troupe::kube::replyFromHttp;
+using troupe::kube::testing::FakeApi;
+using troupe::kube::testing::podJson;
+using troupe::kube::testing::toKube;
+using nlohmann::json;
+
+struct World {
+  std::ostringstream log;
+  troupe::http::Logger logger{log, troupe::http::LogLevel::kDebug};
+  troupe::sched::Scheduler scheduler{troupe::sched::SchedulerConfig{}};
+  ClusterSync sync{scheduler, logger};
+  FakeApi api;
+  EventRecorder events{api, logger, troupe::kube::EventOptions{}};
+  Binder binder{api, scheduler, sync, &events, logger};
+
+  World() {
+    for (const char* n : {"n1", "n2"}) REQUIRE(scheduler.upsertNode(troupe::testing::gpuNode(n, 8)).isOk());
+  }
+  // A pod that exists in the API and passed Troupe's filter, as kube-scheduler would have it.
+  BindingArgs pod(const std::string& name, int gpus, const std::string& node = "n1", bool filtered = true) {
+    api.putPod(podJson(name, gpus));
+    if (filtered) {
+      troupe::sched::PodFacts f = troupe::testing::gpuPod(name, gpus);
+      f.uid = "uid-" + name;
+      REQUIRE_FALSE(scheduler.filter(f, {node}).passed.empty());
+    }
+    return BindingArgs{name, "default", "uid-" + name, node};
+  }
+  std::string annotation(const std::string& name) {
+    auto p = api.pod("default", name);
+    if (!p || !(*p)["metadata"].contains("annotations")) return "";
+    return (*p)["metadata"]["annotations"].value("troupe.dev/gpus", "");
+  }
+  std::string nodeOf(const std::string& name) {
+    auto p = api.pod("default", name);
+    return p && (*p)["spec"].contains("nodeName") ? (*p)["spec"]["nodeName"].get<std::string>() : "";
+  }
+};
+
+}  // namespace
+
+TEST_CASE("binder: annotation, then Binding, then an Event", "[kube][binder]") {
+  World w;
+  BindingArgs b = w.pod("a", 4);
+  auto r = w.binder.bind(b);
+  INFO(r.status().message());
+  REQUIRE(r.isOk());
+  CHECK(r.value().gpus.size() == 4);
+  CHECK(w.nodeOf("a") == "n1");
+  CHECK(w.annotation("a") == troupe::kube::formatGpus(r.value().gpus));
+  CHECK(w.scheduler.allocationOf("uid-a")->gpus == r.value().gpus);
+  // The order of writes: the annotation first, so a bound pod always carries it.
+  auto calls = w.api.calls();
+  std::vector<std::string> writes;
+  for (const auto& c : calls) {
+    if (c.method != "GET") writes.push_back(c.method + (c.path.find("/binding") != std::string::npos ? " binding" : ""));
+  }
+  REQUIRE(writes.size() >= 2);
+  CHECK(writes[0] == "PATCH");
+  CHECK(writes[1] == "POST binding");
+  w.events.flush();
+  CHECK(w.events.posted() == 1);
+  bool found = false;
+  for (const auto& c : w.api.calls()) {
+    if (c.path.find("/events") != std::string::npos) {
+      json e = json::parse(c.body);
+      CHECK(e["reason"] == "GPUsAssigned");
+      CHECK(e["involvedObject"]["uid"] == "uid-a");
+      CHECK(e["message"].get<std::string>().find("on node n1") != std::string::npos);
+      found = true;
+    }
+  }
+  CHECK(found);
+  // The watch's echo of the binding changes nothing.
+  w.sync.applyPod(troupe::kube::decodePod(toKube(*w.api.pod("default", "a"))).value());
+  CHECK(w.scheduler.allocationOf("uid-a")->gpus == r.value().gpus);
+}
+
+TEST_CASE("binder: a retried bind is idempotent", "[kube][binder]") {
+  World w;
+  BindingArgs b = w.pod("a", 2);
+  auto first = w.binder.bind(b);
+  REQUIRE(first.isOk());
+  const int bindings = w.api.count("POST", "/binding");
+  auto again = w.binder.bind(b);
+  INFO(again.status().message());
+  REQUIRE(again.isOk());
+  CHECK(again.value().gpus == first.value().gpus);
+  CHECK(w.api.count("POST", "/binding") == bindings);  // no second Binding
+  // Even after a restart (a fresh core that only knows what the API says).
+  World fresh;
+  fresh.api.putPod(*w.api.pod("default", "a"));
+  auto after = fresh.binder.bind(b);
+  REQUIRE(after.isOk());
+  CHECK(fresh.scheduler.allocationOf("uid-a")->gpus == first.value().gpus);
+  // Bound elsewhere: refused.
+  BindingArgs elsewhere = b;
+  elsewhere.node = "n2";
+  auto refused = w.binder.bind(elsewhere);
+  REQUIRE_FALSE(refused.isOk());
+  CHECK(refused.status().message().find("already bound to node n1") != std::string::npos);
+}
+
+TEST_CASE("binder: concurrent binds to one node never share a GPU", "[kube][binder]") {
+  World w;
+  w.binder.start();
+  std::vector<BindingArgs> args;
+  for (int i = 0; i < 8; ++i) args.push_back(w.pod("p" + std::to_string(i), 1));
+  std::vector<troupe::Result<troupe::model::Allocation>> results(args.size(), troupe::internalError("not run"));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < args.size(); ++i) {
+    threads.emplace_back([&, i] { results[i] = w.binder.bind(args[i]); });
+  }
+  for (auto& t : threads) t.join();
+  std::set<int> used;
+  for (size_t i = 0; i < args.size(); ++i) {
+    INFO(results[i].status().message());
+    REQUIRE(results[i].isOk());
+    for (int g : results[i].value().gpus) CHECK(used.insert(g).second);
+    CHECK(w.annotation(args[i].pod_name) == troupe::kube::formatGpus(results[i].value().gpus));
+  }
+  CHECK(used.size() == 8);
+  // The node is full: the ninth fails in Troupe's check, and holds nothing.
+  BindingArgs ninth = w.pod("p8", 1, "n1", /*filtered=*/false);
+  auto r = w.binder.bind(ninth);
+  CHECK_FALSE(r.isOk());
+  CHECK_FALSE(w.scheduler.allocationOf("uid-p8"));
+  w.binder.stop();
+}
+
+TEST_CASE("binder: a pod Troupe never filtered (it restarted) is checked, then bound", "[kube][binder]") {
+  World w;
+  BindingArgs b = w.pod("late", 2, "n1", /*filtered=*/false);
+  auto r = w.binder.bind(b);
+  INFO(r.status().message());
+  REQUIRE(r.isOk());
+  CHECK(w.nodeOf("late") == "n1");
+}
+
+TEST_CASE("binder: failures leave no GPU held", "[kube][binder]") {
+  World w;
+  SECTION("the pod is gone") {
+    BindingArgs b = w.pod("gone", 2);
+    w.api.deletePod("default", "gone");
+    auto r = w.binder.bind(b);
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.status().code() == Code::kNotFound);
+    CHECK(r.status().message().find("no longer exists") != std::string::npos);
+  }
+  SECTION("the pod was replaced by another of the same name") {
+    BindingArgs b = w.pod("re", 2);
+    b.pod_uid = "old-uid";
+    auto r = w.binder.bind(b);
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.status().message().find("different pod") != std::string::npos);
+    CHECK_FALSE(w.scheduler.allocationOf("old-uid"));
+  }
+  SECTION("the API server is down (nothing sent)") {
+    BindingArgs b = w.pod("down", 2);
+    w.api.setHook([](const std::string&, const std::string&, const std::string&) -> std::optional<ApiReply> {
+      return replyFromFailure(ApiErrorKind::kUnreachable, "connection refused");
+    });
+    auto r = w.binder.bind(b);
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.status().code() == Code::kUnavailable);
+    CHECK(r.status().message().find("connection refused") != std::string::npos);
+  }
+  SECTION("the annotation patch fails") {
+    BindingArgs b = w.pod("patch", 2);
+    w.api.setHook([](const std::string& m, const std::string&, const std::string&) -> std::optional<ApiReply> {
+      if (m == "PATCH") return replyFromHttp(403, R"({"message":"forbidden"})");
+      return std::nullopt;
+    });
+    auto r = w.binder.bind(b);
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.status().message().find("rbac.yaml") != std::string::npos);
+    CHECK(w.nodeOf("patch").empty());
+  }
+  SECTION("the pod is deleted between the annotation and the Binding") {
+    BindingArgs b = w.pod("race", 2);
+    w.api.setHook([&w](const std::string& m, const std::string& path, const std::string&) -> std::optional<ApiReply> {
+      if (m == "POST" && path.find("/binding") != std::string::npos) w.api.deletePod("default", "race");
+      return std::nullopt;
+    });
+    auto r = w.binder.bind(b);
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.status().code() == Code::kNotFound);
+  }
+  SECTION("someone else bound it meanwhile") {
+    BindingArgs b = w.pod("taken", 2);
+    w.api.setHook([&w](const std::string& m, const std::string& path, const std::string&) -> std::optional<ApiReply> {
+      if (m == "POST" && path.find("/binding") != std::string::npos) {
+        json p = *w.api.pod("default", "taken");
+        p["spec"]["nodeName"] = "n2";
+        p["metadata"]["annotations"].erase("troupe.dev/gpus");
+        w.api.putPod(p);
+      }
+      return std::nullopt;
+    });
+    auto r = w.binder.bind(b);
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.status().message().find("bound to node n2") != std::string::npos);
+    // It is counted where it really is, at unknown indices.
+    auto a = w.scheduler.allocationOf("uid-taken");
+    REQUIRE(a);
+    CHECK(a->node == "n2");
+    CHECK(a->unknown_gpus == 2);
+    return;
+  }
+  CHECK(w.scheduler.allocationOf("uid-gone") == std::nullopt);
+  CHECK(w.scheduler.allocationOf("uid-re") == std::nullopt);
+  CHECK(w.scheduler.allocationOf("uid-down") == std::nullopt);
+  CHECK(w.scheduler.allocationOf("uid-patch") == std::nullopt);
+  CHECK(w.scheduler.allocationOf("uid-race") == std::nullopt);
+  CHECK(w.binder.unconfirmedCount() == 0);
+}
+
+TEST_CASE("binder: an answer lost after the Binding was sent", "[kube][binder]") {
+  World w;
+  SECTION("the Binding was created: the read-back confirms it") {
+    BindingArgs b = w.pod("lost", 2);
+    w.api.setHook([&w](const std::string& m, const std::string& path, const std::string& body) -> std::optional<ApiReply> {
+      if (m == "POST" && path.find("/binding") != std::string::npos) {
+        json p = *w.api.pod("default", "lost");
+        p["spec"]["nodeName"] = json::parse(body)["target"]["name"];
+        w.api.putPod(p);
+        return replyFromFailure(ApiErrorKind::kTransport, "connection reset");
+      }
+      return std::nullopt;
+    });
+    auto r = w.binder.bind(b);
+    INFO(r.status().message());
+    REQUIRE(r.isOk());
+    CHECK(w.scheduler.allocationOf("uid-lost"));
+  }
+  SECTION("neither answer is known: the GPUs stay held until reconcile() can tell") {
+    BindingArgs b = w.pod("dark", 2);
+    bool down = true;
+    bool bound_for_real = false;
+    w.api.setHook([&](const std::string& m, const std::string& path, const std::string& body) -> std::optional<ApiReply> {
+      if (m == "POST" && path.find("/binding") != std::string::npos) {
+        if (bound_for_real) {
+          json p = *w.api.pod("default", "dark");
+          p["spec"]["nodeName"] = json::parse(body)["target"]["name"];
+          w.api.putPod(p);
+        }
+        return replyFromHttp(504, R"({"message":"etcd timeout"})");
+      }
+      if (m == "GET" && down && w.api.count("POST", "/binding") > 0) {
+        return replyFromFailure(ApiErrorKind::kUnreachable, "connection refused");
+      }
+      return std::nullopt;
+    });
+    SECTION("it was not bound") {
+      auto r = w.binder.bind(b);
+      REQUIRE_FALSE(r.isOk());
+      CHECK(r.status().message().find("keeps GPUs") != std::string::npos);
+      CHECK(w.scheduler.allocationOf("uid-dark"));
+      CHECK(w.binder.unconfirmedCount() == 1);
+      w.binder.reconcile();  // still down
+      CHECK(w.binder.unconfirmedCount() == 1);
+      down = false;
+      w.binder.reconcile();
+      CHECK(w.binder.unconfirmedCount() == 0);
+      CHECK_FALSE(w.scheduler.allocationOf("uid-dark"));
+    }
+    SECTION("it was bound") {
+      bound_for_real = true;
+      auto r = w.binder.bind(b);
+      REQUIRE_FALSE(r.isOk());
+      auto held = w.scheduler.allocationOf("uid-dark");
+      REQUIRE(held);
+      down = false;
+      w.binder.reconcile();
+      CHECK(w.binder.unconfirmedCount() == 0);
+      REQUIRE(w.scheduler.allocationOf("uid-dark"));
+      CHECK(w.scheduler.allocationOf("uid-dark")->gpus == held->gpus);
+    }
+  }
+}
+
+TEST_CASE("events: rate-limited per pod and reason, and overall", "[kube][events]") {
+  FakeApi api;
+  std::ostringstream log;
+  troupe::http::Logger logger{log, troupe::http::LogLevel::kDebug};
+  auto t = EventRecorder::Clock::time_point{} + std::chrono::hours(1);
+  troupe::kube::EventOptions options;
+  options.rate_per_second = 1;
+  options.burst = 3;
+  options.instance = "host-1";
+  EventRecorder events(api, logger, options, [&t] { return t; });
+  troupe::kube::PodRef a{"ns", "a", "uid-a"};
+  CHECK(events.podEvent(a, "Normal", "GPUsAssigned", "m"));
+  CHECK_FALSE(events.podEvent(a, "Normal", "GPUsAssigned", "m"));  // same pod and reason
+  CHECK(events.podEvent(a, "Warning", "Other", "m"));
+  CHECK(events.podEvent({"ns", "b", "uid-b"}, "Normal", "GPUsAssigned", "m"));
+  CHECK_FALSE(events.podEvent({"ns", "c", "uid-c"}, "Normal", "GPUsAssigned", "m"));  // bucket empty
+  t += std::chrono::seconds(2);
+  CHECK(events.podEvent({"ns", "c", "uid-c"}, "Normal", "GPUsAssigned", "m"));
+  t += std::chrono::seconds(61);
+  CHECK(events.podEvent(a, "Normal", "GPUsAssigned", "m"));  // the interval has passed
+  events.flush();
+  CHECK(events.posted() == 5);
+  CHECK(events.dropped() == 2);
+  json e = json::parse(api.calls().front().body);
+  CHECK(e["kind"] == "Event");
+  CHECK(e["metadata"]["namespace"] == "ns");
+  CHECK(e["metadata"]["name"].get<std::string>().rfind("a.", 0) == 0);
+  CHECK(e["reportingInstance"] == "host-1");
+  CHECK(e["count"] == 1);
+  CHECK(api.calls().front().path == "/api/v1/namespaces/ns/events");
+}

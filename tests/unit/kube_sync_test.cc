@@ -1,0 +1,275 @@
+// Node and Pod objects from the API turned into the core's state: GPU accounting from the
+// troupe.dev/gpus annotation, unknown indices for pods bound by others, release on finish
+// and delete, relists, nodes that arrive after their pods, and idempotence.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "adapters/http/logger.h"
+#include "adapters/kube/cluster_sync.h"
+#include "adapters/kube/kube_objects.h"
+#include "kube_test_support.h"
+#include "support/fixtures.h"
+#include "troupe/sched/scheduler.h"
+
+namespace {
+
+using troupe::kube::ClusterSync;
+using troupe::kube::decodePod;
+using troupe::kube::Json;
+using troupe::kube::parseKubeJson;
+using troupe::kube::WatchEventType;
+using troupe::kube::testing::nodeJson;
+using troupe::kube::testing::podJson;
+using troupe::kube::testing::toKube;
+using nlohmann::json;
+
+struct World {
+  std::ostringstream log;
+  troupe::http::Logger logger{log, troupe::http::LogLevel::kDebug};
+  troupe::sched::Scheduler scheduler{troupe::sched::SchedulerConfig{}};
+  ClusterSync sync{scheduler, logger};
+
+  void node(const json& n) { sync.nodeHandler().event(WatchEventType::kAdded, toKube(n)); }
+  void pod(const json& p, WatchEventType t = WatchEventType::kModified) { sync.podHandler().event(t, toKube(p)); }
+  std::vector<int> gpus(const std::string& uid) {
+    auto a = scheduler.allocationOf(uid);
+    return a ? a->gpus : std::vector<int>{-1};
+  }
+  int unknown(const std::string& uid) {
+    auto a = scheduler.allocationOf(uid);
+    return a ? a->unknown_gpus : -1;
+  }
+  int freeOn(const std::string& node) {
+    troupe::sched::PodFacts p = troupe::testing::gpuPod("probe", 1);
+    int n = 0;
+    // How many single GPUs can still be reserved there (each probe is released afterwards).
+    std::vector<std::string> uids;
+    for (int i = 0; i < 64; ++i) {
+      p.uid = "probe-" + std::to_string(i);
+      p.name = p.uid;
+      if (scheduler.filter(p, {node}).passed.empty()) break;
+      if (!scheduler.reserve(p.uid, "default", p.name, node).isOk()) break;
+      uids.push_back(p.uid);
+      ++n;
+    }
+    for (const auto& u : uids) scheduler.release(u);
+    return n;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("kube JSON: bulky members are skipped, labels and annotations are kept whole", "[kube][sync]") {
+  json pod = podJson("p", 2);
+  pod["metadata"]["labels"]["volumes"] = "keep-me";
+  pod["metadata"]["annotations"] = {{"managedFields", "keep-me-too"}};
+  auto doc = parseKubeJson(pod.dump());
+  REQUIRE(doc.isOk());
+  const Json& d = doc.value();
+  CHECK_FALSE(d["metadata"].contains("managedFields"));
+  CHECK_FALSE(d["spec"]["containers"][0].contains("env"));
+  CHECK(d["metadata"]["labels"]["env"] == "prod");
+  CHECK(d["metadata"]["labels"]["volumes"] == "keep-me");
+  CHECK(d["metadata"]["annotations"]["managedFields"] == "keep-me-too");
+  CHECK(d["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2");
+  CHECK_FALSE(parseKubeJson("{\"a\":").isOk());
+}
+
+TEST_CASE("kube pods: decoding the shared fixture's real pod", "[kube][sync]") {
+  auto shared = troupe::testing::sharedDir();
+  if (!shared) {
+    WARN("shared fixtures not found; skipped");
+    return;
+  }
+  auto text = troupe::testing::readFile(*shared + "/fixtures/kube-scheduler/filter-full-nodes.json");
+  REQUIRE(text);
+  json body = json::parse(*text);
+  json pod = body["Pod"];
+  pod["spec"]["nodeName"] = body["Nodes"]["items"][0]["metadata"]["name"];
+  pod["metadata"]["annotations"]["troupe.dev/gpus"] = "4,5,6,7";
+  auto doc = parseKubeJson(pod.dump());
+  REQUIRE(doc.isOk());
+  auto view = decodePod(doc.value());
+  INFO(view.status().message());
+  REQUIRE(view.isOk());
+  CHECK(view.value().facts.uid == "3c9a6f1e-7b2d-4e8a-9f10-2a6b5c4d8e71");
+  CHECK(view.value().gpus == 4);
+  CHECK(view.value().holdsGpus());
+  CHECK(view.value().assigned == std::vector<int>{4, 5, 6, 7});
+
+  // The same nodes through the node path: the core learns them.
+  World w;
+  for (const json& n : body["Nodes"]["items"]) w.node(n);
+  CHECK(w.scheduler.nodeCount() == body["Nodes"]["items"].size());
+  w.pod(pod);
+  CHECK(w.gpus("3c9a6f1e-7b2d-4e8a-9f10-2a6b5c4d8e71") == std::vector<int>{4, 5, 6, 7});
+}
+
+TEST_CASE("kube sync: annotated pods hold their GPUs; the echo of a bind changes nothing", "[kube][sync]") {
+  World w;
+  w.node(nodeJson("n1", 8));
+  REQUIRE(w.freeOn("n1") == 8);
+  w.pod(podJson("a", 4, "n1", "0,1,2,3"));
+  CHECK(w.gpus("uid-a") == std::vector<int>{0, 1, 2, 3});
+  CHECK(w.freeOn("n1") == 4);
+  w.pod(podJson("a", 4, "n1", "0,1,2,3"));  // again (a resync, or the binder's confirmation)
+  CHECK(w.gpus("uid-a") == std::vector<int>{0, 1, 2, 3});
+  CHECK(w.freeOn("n1") == 4);
+  CHECK(w.sync.stats().gpu_pods == 1);
+
+  // Troupe's binder reserved GPUs 4,5 for b; the watch then shows b bound with them.
+  troupe::sched::PodFacts b = troupe::testing::gpuPod("b", 2);
+  b.uid = "uid-b";
+  REQUIRE_FALSE(w.scheduler.filter(b, {"n1"}).passed.empty());
+  auto reserved = w.scheduler.reserve("uid-b", "default", "b", "n1");
+  REQUIRE(reserved.isOk());
+  const std::string held = troupe::kube::formatGpus(reserved.value().gpus);
+  w.pod(podJson("b", 2));  // unbound updates (the annotation patch) leave the reservation alone
+  CHECK(w.gpus("uid-b") == reserved.value().gpus);
+  w.pod(podJson("b", 2, "n1", held));
+  CHECK(w.gpus("uid-b") == reserved.value().gpus);
+  CHECK(w.freeOn("n1") == 2);
+}
+
+TEST_CASE("kube sync: pods bound by others hold GPUs at unknown indices", "[kube][sync]") {
+  World w;
+  w.node(nodeJson("n1", 8));
+  w.pod(podJson("other", 3, "n1"));  // no annotation: bound by another scheduler
+  CHECK(w.unknown("uid-other") == 3);
+  CHECK(w.freeOn("n1") == 5);
+  // A malformed or mismatched annotation counts the same way, with a warning.
+  w.pod(podJson("bad", 2, "n1", "0,zero"));
+  CHECK(w.unknown("uid-bad") == 2);
+  w.pod(podJson("short", 2, "n1", "7"));
+  CHECK(w.unknown("uid-short") == 2);
+  CHECK(w.freeOn("n1") == 1);
+  CHECK(w.log.str().find("annotation unusable") != std::string::npos);
+  // Pods without GPUs leave nothing behind.
+  w.pod(podJson("cpu", 0, "n1"));
+  CHECK_FALSE(w.scheduler.allocationOf("uid-cpu"));
+  CHECK(w.sync.stats().gpu_pods == 3);
+  CHECK(w.sync.stats().unknown_pods == 3);
+}
+
+TEST_CASE("kube sync: an annotation that overlaps another pod counts as unknown, never twice", "[kube][sync]") {
+  World w;
+  w.node(nodeJson("n1", 8));
+  w.pod(podJson("a", 2, "n1", "0,1"));
+  w.pod(podJson("b", 2, "n1", "1,2"));  // GPU 1 is a's
+  CHECK(w.gpus("uid-a") == std::vector<int>{0, 1});
+  CHECK(w.unknown("uid-b") == 2);
+  CHECK(w.sync.stats().conflicts == 1);
+  CHECK(w.freeOn("n1") == 4);
+  w.pod(podJson("b", 2, "n1", "1,2"));  // the same again: no new conflict
+  CHECK(w.sync.stats().conflicts == 1);
+  w.pod(podJson("idx", 1, "n1", "9"));  // out of range
+  CHECK(w.unknown("uid-idx") == 1);
+}
+
+TEST_CASE("kube sync: finished and deleted pods release their GPUs", "[kube][sync]") {
+  World w;
+  w.node(nodeJson("n1", 8));
+  w.pod(podJson("a", 4, "n1", "0,1,2,3"));
+  w.pod(podJson("b", 2, "n1"));
+  REQUIRE(w.freeOn("n1") == 2);
+  w.pod(podJson("a", 4, "n1", "0,1,2,3", "Succeeded"));
+  CHECK_FALSE(w.scheduler.allocationOf("uid-a"));
+  CHECK(w.freeOn("n1") == 6);
+  w.pod(podJson("b", 2, "n1"), WatchEventType::kDeleted);
+  CHECK_FALSE(w.scheduler.allocationOf("uid-b"));
+  CHECK(w.freeOn("n1") == 8);
+  // Terminating pods still hold theirs until they are gone.
+  json t = podJson("t", 1, "n1", "5");
+  t["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+  w.pod(t);
+  CHECK(w.gpus("uid-t") == std::vector<int>{5});
+  // A delete also drops what a binder held for an unbound pod.
+  troupe::sched::PodFacts u = troupe::testing::gpuPod("u", 1);
+  u.uid = "uid-u";
+  REQUIRE_FALSE(w.scheduler.filter(u, {"n1"}).passed.empty());
+  REQUIRE(w.scheduler.reserve("uid-u", "default", "u", "n1").isOk());
+  w.pod(podJson("u", 1), WatchEventType::kDeleted);
+  CHECK_FALSE(w.scheduler.allocationOf("uid-u"));
+}
+
+TEST_CASE("kube sync: a relist replaces the state; readiness after nodes and pods", "[kube][sync]") {
+  World w;
+  bool ready = false;
+  w.sync.onSynced([&] { ready = true; });
+  auto& nodes = w.sync.nodeHandler();
+  auto& pods = w.sync.podHandler();
+  nodes.beginList();
+  nodes.listed(toKube(nodeJson("n1", 8)));
+  nodes.listed(toKube(nodeJson("n2", 8)));
+  nodes.endList();
+  CHECK(w.sync.nodesSynced());
+  CHECK_FALSE(ready);
+  pods.beginList();
+  pods.listed(toKube(podJson("a", 2, "n1", "0,1")));
+  pods.listed(toKube(podJson("b", 2, "n2", "0,1")));
+  pods.listed(toKube(podJson("pending", 2)));
+  pods.endList();
+  CHECK(ready);
+  CHECK(w.sync.stats().gpu_pods == 2);
+
+  // The watch was down: b was deleted and n2 removed meanwhile; the relist finds out.
+  pods.beginList();
+  pods.listed(toKube(podJson("a", 2, "n1", "0,1")));
+  pods.endList();
+  CHECK_FALSE(w.scheduler.allocationOf("uid-b"));
+  CHECK(w.gpus("uid-a") == std::vector<int>{0, 1});
+  nodes.beginList();
+  nodes.listed(toKube(nodeJson("n1", 8)));
+  nodes.endList();
+  CHECK(w.scheduler.nodeCount() == 1);
+
+  // What arrives (from another thread, e.g. the binder) after a list began survives its end.
+  pods.beginList();
+  w.sync.applyPod(decodePod(toKube(podJson("late", 1, "n1", "7"))).value());
+  pods.listed(toKube(podJson("a", 2, "n1", "0,1")));
+  pods.endList();
+  CHECK(w.gpus("uid-late") == std::vector<int>{7});
+}
+
+TEST_CASE("kube sync: pods on unknown nodes wait for them; a node's removal and return", "[kube][sync]") {
+  World w;
+  w.pod(podJson("early", 2, "n9", "6,7"));
+  CHECK_FALSE(w.scheduler.allocationOf("uid-early"));
+  CHECK(w.sync.stats().orphan_pods == 1);
+  w.node(nodeJson("n9", 8));
+  CHECK(w.gpus("uid-early") == std::vector<int>{6, 7});
+  CHECK(w.sync.stats().orphan_pods == 0);
+
+  w.sync.nodeHandler().event(WatchEventType::kDeleted, toKube(nodeJson("n9", 8)));
+  CHECK(w.scheduler.nodeCount() == 0);
+  CHECK_FALSE(w.scheduler.allocationOf("uid-early"));
+  w.node(nodeJson("n9", 8));
+  CHECK(w.gpus("uid-early") == std::vector<int>{6, 7});
+
+  // Unchanged node updates (heartbeats) do not touch the core; a label change does.
+  json n = nodeJson("n9", 8);
+  n["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-01-01T00:00:01Z";
+  w.node(n);
+  n["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-80GB";
+  w.node(n);
+  CHECK(w.gpus("uid-early") == std::vector<int>{6, 7});
+  // Broken facts take the node out of scheduling, with a warning naming it.
+  n["metadata"]["annotations"] = {{"troupe.dev/gpu-topology", "not a matrix"}};
+  w.node(n);
+  CHECK(w.scheduler.nodeCount() == 0);
+  CHECK(w.log.str().find("node facts rejected") != std::string::npos);
+}
+
+TEST_CASE("kube sync: shared GPU pods", "[kube][sync]") {
+  World w;
+  w.node(nodeJson("n1", 2));
+  json p = podJson("half", 0, "n1", "1");
+  p["metadata"]["annotations"]["troupe.dev/gpu-milli"] = "500";
+  w.pod(p);
+  auto a = w.scheduler.allocationOf("uid-half");
+  REQUIRE(a);
+  CHECK(a->gpus == std::vector<int>{1});
+  CHECK(a->milli_per_gpu == 500);
+  CHECK(w.freeOn("n1") == 1);
+}
