@@ -21,7 +21,7 @@ const char* kindName(NodeKind kind);
 std::string nodeName(int index);
 
 // One full v1.Node as the scheduler's informer holds it (managedFields, images, conditions,
-// nodeInfo, ...), compact JSON, ~4.5 KB.
+// nodeInfo, ...), compact JSON, ~4.9 KB.
 http::Json makeNodeObject(int index);
 
 // A training pod shaped like the fixture's (managedFields, volumes, tolerations, ...) asking
@@ -32,7 +32,7 @@ struct Cluster {
   std::vector<std::string> names;      // candidate order: a fixed shuffle of the indices
   std::vector<std::string> node_json;  // compact v1.Node per node, for full-mode bodies
 };
-// Names always; node_json only when `with_objects` (it costs ~4.5 KB a node).
+// Names always; node_json only when `with_objects` (it costs ~4.9 KB a node).
 Cluster makeCluster(int nodes, bool with_objects);
 
 // Learns every node (decoded from its v1.Node JSON exactly as the full-mode path would) into

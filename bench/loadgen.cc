@@ -194,7 +194,15 @@ LoadResult runLoad(int port, const std::string& path, const std::vector<std::str
   latencies.reserve(1 << 20);
   std::vector<epoll_event> events(conns.size());
   char buf[65536];
-  while (Clock::now() < window_end) {
+  // After the window, no new requests: the answers in flight are read (for up to 10 s) so
+  // that no request is still inside the server when the caller stops it.
+  const auto drain_end = window_end + std::chrono::seconds(10);
+  auto in_flight = [&] {
+    return std::any_of(conns.begin(), conns.end(), [](const Conn& c) { return c.fd >= 0 && c.in_flight; });
+  };
+  for (;;) {
+    const auto tick = Clock::now();
+    if (tick >= drain_end || (tick >= window_end && !in_flight())) break;
     int n = ::epoll_wait(ep, events.data(), static_cast<int>(events.size()), 50);
     if (n < 0 && errno != EINTR) break;
     for (int e = 0; e < n; ++e) {
@@ -239,7 +247,9 @@ LoadResult runLoad(int port, const std::string& path, const std::vector<std::str
           }
           c.in_flight = false;
           const bool closing = hasHeaderValue(head, "Connection", "close");
-          if (closing || broken) {
+          if (now >= window_end) {
+            c.in.clear();  // draining: send nothing more
+          } else if (closing || broken) {
             if (!reopen(i)) note("reconnect failed");
           } else if (!send_next(i)) {
             note("send failed");
@@ -250,10 +260,17 @@ LoadResult runLoad(int port, const std::string& path, const std::vector<std::str
       }
       if (broken) {
         note("connection closed by the server mid-answer");
-        if (!reopen(i)) note("reconnect failed");
+        if (Clock::now() >= window_end) {
+          ::epoll_ctl(ep, EPOLL_CTL_DEL, c.fd, nullptr);
+          ::close(c.fd);
+          c.fd = -1;
+        } else if (!reopen(i)) {
+          note("reconnect failed");
+        }
       }
     }
   }
+  if (in_flight()) note("answers still missing 10 s after the end of the run");
   const auto end = std::min(Clock::now(), window_end);
   for (Conn& c : conns) {
     if (c.fd >= 0) ::close(c.fd);

@@ -20,7 +20,8 @@ struct LoadResult {
 };
 
 // POSTs `bodies` (cycled) to http://127.0.0.1:port`path` from `connections` connections for
-// `seconds`, after `warmup_seconds` of unrecorded traffic.
+// `seconds`, after `warmup_seconds` of unrecorded traffic; then waits for the answers still in
+// flight, so the server is idle when this returns.
 LoadResult runLoad(int port, const std::string& path, const std::vector<std::string>& bodies, int connections,
                    double seconds, double warmup_seconds);
 

@@ -12,6 +12,10 @@
 #   TROUPE_PORT=p          Troupe's port (default: a free port)
 #   TROUPE_BIND_VERB=bind  add bindVerb to the extender config (default: unset = not used)
 #   TROUPE_PREEMPT_VERB=preempt   add preemptVerb (default: unset = not used)
+#   TROUPE_MODE=kube       Troupe watches the cluster through the API (--kubeconfig
+#                          build/e2e/kubeconfig) and binds pods itself: TROUPE_BIND_VERB
+#                          defaults to bind. Default: standalone (--cluster build/e2e/cluster.yaml).
+#                          Kept in state.env, so troupe-restart.sh starts the same mode.
 #   TROUPE_SCHEDULER_NAME  scheduler profile name (default troupe-scheduler)
 #   NODE_CREATE_PARALLEL   max concurrent kubectl create processes for nodes (default 2)
 #   KEEP_ON_FAILURE=1      leave processes running if startup fails (for debugging)
@@ -37,11 +41,15 @@ MSG
 }
 
 # ---- already up? -------------------------------------------------------------
+requested_mode="${TROUPE_MODE:-}"
 if e2e_load_state; then
   if e2e_etcd_ok && e2e_apiserver_ok && e2e_scheduler_ok; then
     e2e_log "cluster already up and healthy"
     if [ -n "${NODES:-}" ] && [ "${NODES}" != "${E2E_NODES:-}" ]; then
       e2e_warn "running cluster was created with NODES='${E2E_NODES:-}' (requested '$NODES'); run cluster-down first to change it"
+    fi
+    if [ -n "$requested_mode" ] && [ "$requested_mode" != "${TROUPE_MODE:-standalone}" ]; then
+      e2e_warn "running cluster was created with TROUPE_MODE='${TROUPE_MODE:-standalone}' (requested '$requested_mode'); run cluster-down first to change it"
     fi
     troupe_start
     usage_hint
@@ -82,6 +90,12 @@ mkdir -p "$E2E_LOGS" "$E2E_PIDS" "$E2E_DIR/pki"
 read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT free_troupe_port <<< "$(e2e_free_ports 5)"
 TROUPE_PORT="${TROUPE_PORT:-$free_troupe_port}"
 TROUPE_SCHEDULER_NAME="${TROUPE_SCHEDULER_NAME:-troupe-scheduler}"
+TROUPE_MODE="${requested_mode:-standalone}"   # not a stale state.env's
+case "$TROUPE_MODE" in
+  standalone) ;;
+  kube) export TROUPE_BIND_VERB="${TROUPE_BIND_VERB-bind}" ;;
+  *) e2e_die "TROUPE_MODE='$TROUPE_MODE' must be standalone or kube" ;;
+esac
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then
   ETCD_DIR="$(mktemp -d /dev/shm/troupe-e2e-etcd.XXXXXX)"
 else
@@ -100,6 +114,7 @@ SCHEDULER_PORT=$SCHEDULER_PORT
 TROUPE_PORT=$TROUPE_PORT
 TROUPE_SCHEDULER_NAME=$TROUPE_SCHEDULER_NAME
 E2E_NODES=${NODES:-}
+TROUPE_MODE=$TROUPE_MODE
 STATE
 e2e_log "ports: etcd $ETCD_PORT/$ETCD_PEER_PORT apiserver $APISERVER_PORT scheduler $SCHEDULER_PORT troupe $TROUPE_PORT; etcd data $ETCD_DIR"
 

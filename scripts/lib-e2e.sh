@@ -11,7 +11,8 @@
 #   pki/ tokens.csv sa.key scheduler-config.yaml nodes.json cluster.yaml
 
 E2E_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-E2E_DIR="$E2E_ROOT/build/e2e"
+# TROUPE_E2E_DIR: another state directory, for a second cluster beside the default one.
+E2E_DIR="${TROUPE_E2E_DIR:-$E2E_ROOT/build/e2e}"
 E2E_LOGS="$E2E_DIR/logs"
 E2E_PIDS="$E2E_DIR/pids"
 E2E_STATE="$E2E_DIR/state.env"
@@ -162,10 +163,17 @@ troupe_start() {
       record=(--record-dir "$E2E_RECORD/$(date -u +%Y%m%dT%H%M%S)-$$-$RANDOM")
     fi ;;
   esac
+  # TROUPE_MODE=kube (kept in state.env): Troupe watches the cluster through the API and binds
+  # pods itself; otherwise it runs standalone on build/e2e/cluster.yaml.
+  local source=(--cluster "$E2E_DIR/cluster.yaml") ready_path=/healthz
+  if [ "${TROUPE_MODE:-standalone}" = kube ]; then
+    source=(--kubeconfig "$E2E_KUBECONFIG")
+    ready_path=/readyz   # ready once its first list of nodes and pods is in
+  fi
   # shellcheck disable=SC2086
   e2e_start troupe "$TROUPE_BIN" serve --listen "127.0.0.1:$TROUPE_PORT" \
-    --cluster "$E2E_DIR/cluster.yaml" "${record[@]}" ${TROUPE_ARGS:-}
-  e2e_wait_http troupe "http://127.0.0.1:$TROUPE_PORT/healthz" "${TROUPE_WAIT_S:-30}" ||
+    "${source[@]}" "${record[@]}" ${TROUPE_ARGS:-}
+  e2e_wait_http troupe "http://127.0.0.1:$TROUPE_PORT$ready_path" "${TROUPE_WAIT_S:-30}" ||
     e2e_die "troupe did not become healthy"
   e2e_log "troupe healthy (pid $(e2e_pid troupe)) on http://127.0.0.1:$TROUPE_PORT"
 }

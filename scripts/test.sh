@@ -4,8 +4,10 @@
 #   2. build with -Werror; unit + HTTP integration tests (ctest)
 #   3. the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   4. the concurrent core under ThreadSanitizer
-#   5. a quick benchmark run (smoke: it must run, numbers are not asserted)
-# Set TROUPE_SKIP_SANITIZERS=1 for a fast local loop.
+#   5. the Helm chart, dashboard and deploy/ manifests; promtool on /metrics
+#   6. a quick benchmark run (smoke: it must run, numbers are not asserted)
+#   7. end-to-end tests on a real kube-apiserver + kube-scheduler built from Go modules
+# Set TROUPE_SKIP_SANITIZERS=1 and/or TROUPE_SKIP_E2E=1 for a fast local loop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TROUPE_SHARED_DIR="${TROUPE_SHARED_DIR:-$(cd .. && pwd)/shared}"
@@ -21,19 +23,32 @@ step "build with -Werror and run the tests"
 scripts/build.sh build -DTROUPE_WERROR=ON -DTROUPE_BUILD_TESTS=ON
 ctest --test-dir build --output-on-failure
 
+step "chart, dashboard and deploy/ manifests (scripts/chart-check.sh)"
+scripts/chart-check.sh
+
+step "metric names and help texts (scripts/check-metrics.sh: promtool check metrics)"
+scripts/check-metrics.sh
+
 if [[ "${TROUPE_SKIP_SANITIZERS:-0}" != "1" ]]; then
   step "AddressSanitizer + UndefinedBehaviorSanitizer"
-  scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DTROUPE_SANITIZE=address,undefined -DTROUPE_BUILD_BENCH=OFF
+  scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTROUPE_SANITIZE=address,undefined -DTROUPE_BUILD_BENCH=OFF
   ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure
 
   step "ThreadSanitizer (the scheduling core under concurrent calls)"
-  scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=Debug -DTROUPE_SANITIZE=thread -DTROUPE_BUILD_BENCH=OFF
+  scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTROUPE_SANITIZE=thread -DTROUPE_BUILD_BENCH=OFF
+  # The concurrent core: the Scheduler under many threads and gang barriers (cpprestsdk is
+  # not TSan-instrumented, so the HTTP layer runs under ASan only).
   # TSan needs a low-entropy address layout on recent kernels; setarch -R disables ASLR.
-  TSAN_OPTIONS="halt_on_error=1" setarch "$(uname -m)" -R ctest --test-dir build-tsan -R '^unit$' --output-on-failure
+  TSAN_OPTIONS="halt_on_error=1" setarch "$(uname -m)" -R \
+    build-tsan/tests/troupe_unit_tests "[scheduler],[gang],[concurrency]"
 fi
 
 if [[ -x build/bench/troupe_bench ]]; then
   step "benchmark smoke run (bench/troupe_bench --quick)"
   build/bench/troupe_bench --quick
+fi
+if [[ "${TROUPE_SKIP_E2E:-0}" != "1" ]]; then
+  step "end-to-end: real kube-scheduler v1.36 + Troupe on a local control plane (scripts/e2e.sh)"
+  scripts/e2e.sh
 fi
 step "all tests passed"

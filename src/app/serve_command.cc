@@ -6,10 +6,10 @@
 #include <atomic>
 #include <chrono>
 #include <iostream>
-#include <thread>
 #include <map>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "adapters/http/extender_server.h"
 #include "adapters/http/logger.h"
@@ -76,10 +76,13 @@ int usage(const std::string& message) {
 
 int serveCommand(const std::vector<std::string>& args) {
   ServeFlags flags;
-  const std::map<std::string, std::optional<std::string>*> valued = {
-      {"--listen", &flags.listen}, {"--config", &flags.config}, {"--cluster", &flags.cluster},
-      {"--record-dir", &flags.record_dir}, {"--log-level", &flags.log_level},
-      {"--kubeconfig", &flags.kubeconfig}, {"--kube-context", &flags.kube_context}};
+  const std::map<std::string, std::optional<std::string>*> valued = {{"--listen", &flags.listen},
+                                                                     {"--config", &flags.config},
+                                                                     {"--cluster", &flags.cluster},
+                                                                     {"--record-dir", &flags.record_dir},
+                                                                     {"--log-level", &flags.log_level},
+                                                                     {"--kubeconfig", &flags.kubeconfig},
+                                                                     {"--kube-context", &flags.kube_context}};
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
     if (arg == "-h" || arg == "--help") {
@@ -124,7 +127,8 @@ int serveCommand(const std::vector<std::string>& args) {
   }
   std::optional<kube::ClusterEndpoint> endpoint;
   if (flags.kubeconfig) {
-    Result<kube::ClusterEndpoint> ep = kube::loadKubeconfig(*flags.kubeconfig, flags.kube_context.value_or(""));
+    Result<kube::ClusterEndpoint> ep =
+        kube::loadKubeconfig(*flags.kubeconfig, flags.kube_context.value_or(""));
     if (!ep.isOk()) return usage(ep.status().message());
     endpoint = ep.value();
   } else if (flags.kube_context) {
@@ -191,7 +195,7 @@ int serveCommand(const std::vector<std::string>& args) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
-  const std::string mode = endpoint ? "kubernetes: " + endpoint->source
+  const std::string mode = endpoint        ? "kubernetes: " + endpoint->source
                            : flags.cluster ? "standalone (--cluster)"
                                            : "learn nodes from requests";
   logger.info("serving", {{"url", server.url()},

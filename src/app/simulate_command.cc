@@ -24,7 +24,8 @@
 
 namespace troupe::app {
 
-const char* const kSimulateHelp = R"(troupe simulate - replay a GPU cluster trace and compare scheduling policies
+const char* const kSimulateHelp =
+    R"(troupe simulate - replay a GPU cluster trace and compare scheduling policies
 
 Usage:
   troupe simulate [--nodes CSV --pods CSV] [--policy a,b,...] [--seeds N] [flags]
@@ -33,7 +34,16 @@ Replays the Alibaba openb trace format the way the FGD paper (Weng et al., USENI
 does, through the same filter and scoring code as 'troupe serve': pods are shuffled with a
 seed, cloned until they ask for 130% of the cluster's GPUs, and tried once each, in order;
 a pod that fits nowhere is dropped. The table gives the GPUs left unallocated when the arrived
-requests reach 100% (and 130%) of capacity: lower is better.
+requests reach 100% (and 130%) of capacity: lower is better. Ties between equally scored
+nodes go to a seeded node order, and the random stream is Go's math/rand, so a seed gives the
+FGD artifact's own run: the paper's policies reproduce its published figures exactly.
+
+fgd measures fragmentation against the trace's typical pods; troupe against its live window of
+recent requests (started warm with the trace's pods, as a long-running extender would be), and
+among equal fragmentation prefers the best-connected GPU set, then smaller nodes. The trace has
+no topology: nodes get the profile Troupe guesses for their GPU type (pcie-8, pcie-4, pcie-2).
+The "best GPU set" column is the share of multi-GPU pods placed on a set as well connected as
+any on their node.
 
 Flags:
   --nodes CSV        node list: sn,cpu_milli,memory_mib,gpu,model (default: the openb cluster
@@ -56,8 +66,10 @@ Flags:
   --threads N        parallel runs (default: the machine's cores)
   -h, --help         this text
 
-Example:
-  troupe simulate --policy troupe,fgd,best-fit --seeds 3 --out sim-out
+Examples:
+  troupe simulate --out sim-out                      # all of the above, 10 seeds, with plot
+  troupe simulate --policy troupe,fgd,best-fit --seeds 2
+  troupe simulate --nodes n.csv --pods p.csv --json
 )";
 
 namespace {
@@ -123,8 +135,8 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
       arg = arg.substr(0, eq);
       has_value = true;
     }
-    static const char* const kValued[] = {"--nodes", "--pods", "--policy", "--seeds", "--first-seed",
-                                          "--arrive", "--tune", "--out", "--threads"};
+    static const char* const kValued[] = {"--nodes",  "--pods", "--policy", "--seeds",  "--first-seed",
+                                          "--arrive", "--tune", "--out",    "--threads"};
     if (std::find(std::begin(kValued), std::end(kValued), arg) == std::end(kValued)) {
       return usage("unknown flag \"" + arg + "\"");
     }
@@ -140,13 +152,16 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
     } else if (arg == "--policy") {
       policy_list = value;
     } else if (arg == "--seeds") {
-      if (!parseInt(value, 1, 1000, &n)) return usage("--seeds \"" + value + "\" must be a whole number from 1 to 1000");
+      if (!parseInt(value, 1, 1000, &n))
+        return usage("--seeds \"" + value + "\" must be a whole number from 1 to 1000");
       f.seeds = static_cast<int>(n);
     } else if (arg == "--first-seed") {
-      if (!parseInt(value, -(int64_t{1} << 62), int64_t{1} << 62, &n)) return usage("--first-seed \"" + value + "\" must be a whole number");
+      if (!parseInt(value, -(int64_t{1} << 62), int64_t{1} << 62, &n))
+        return usage("--first-seed \"" + value + "\" must be a whole number");
       f.first_seed = n;
     } else if (arg == "--arrive") {
-      if (!parseInt(value, 1, 1000, &n)) return usage("--arrive \"" + value + "\" must be a whole percent from 1 to 1000, e.g. 100");
+      if (!parseInt(value, 1, 1000, &n))
+        return usage("--arrive \"" + value + "\" must be a whole percent from 1 to 1000, e.g. 100");
       f.arrive = static_cast<int>(n);
     } else if (arg == "--tune") {
       try {
@@ -159,17 +174,20 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
     } else if (arg == "--out") {
       f.out = value;
     } else if (arg == "--threads") {
-      if (!parseInt(value, 1, 256, &n)) return usage("--threads \"" + value + "\" must be a whole number from 1 to 256");
+      if (!parseInt(value, 1, 256, &n))
+        return usage("--threads \"" + value + "\" must be a whole number from 1 to 256");
       f.threads = static_cast<int>(n);
     }
   }
   for (const std::string& name : splitList(policy_list, ',')) {
     Result<sched::PolicyKind> kind = sched::parsePolicy(trim(name));
     if (!kind.isOk()) return usage("--policy: " + kind.status().message());
-    if (std::find(f.policies.begin(), f.policies.end(), kind.value()) == f.policies.end()) f.policies.push_back(kind.value());
+    if (std::find(f.policies.begin(), f.policies.end(), kind.value()) == f.policies.end())
+      f.policies.push_back(kind.value());
   }
   if (f.policies.empty()) return usage("--policy needs at least one policy name");
-  if (f.nodes.empty() != f.pods.empty()) return usage("give both --nodes and --pods, or neither for the default trace");
+  if (f.nodes.empty() != f.pods.empty())
+    return usage("give both --nodes and --pods, or neither for the default trace");
   if (f.nodes.empty()) {
     const bool shared = std::filesystem::exists(kSharedNodes) && std::filesystem::exists(kSharedPods);
     f.nodes = shared ? kSharedNodes : kExampleNodes;
@@ -223,7 +241,8 @@ int simulateCommand(const std::vector<std::string>& args) {
   Result<std::vector<sim::TracePod>> trace_pods = sim::parsePodCsv(*pod_text, f.pods);
   if (!trace_pods.isOk()) return usage(trace_pods.status().message());
   std::vector<sim::TracePod> pods = std::move(trace_pods).value();
-  std::sort(pods.begin(), pods.end(), [](const sim::TracePod& a, const sim::TracePod& b) { return a.name < b.name; });
+  std::sort(pods.begin(), pods.end(),
+            [](const sim::TracePod& a, const sim::TracePod& b) { return a.name < b.name; });
   {
     model::TopologyCatalog catalog;
     Result<sim::Cluster> check = sim::buildCluster(trace_nodes.value(), catalog);
@@ -242,7 +261,8 @@ int simulateCommand(const std::vector<std::string>& args) {
   }
   // Jobs are (policy, seed); each worker has its own cluster so topology memos are not shared.
   const int jobs = static_cast<int>(f.policies.size()) * f.seeds;
-  const int threads = std::min(jobs, f.threads > 0 ? f.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  const int threads = std::min(
+      jobs, f.threads > 0 ? f.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
   std::atomic<int> next{0};
   Progress progress(jobs);
   const auto start = std::chrono::steady_clock::now();
@@ -257,7 +277,6 @@ int simulateCommand(const std::vector<std::string>& args) {
       in.seed = f.first_seed + j % f.seeds;
       in.tune_ratio = f.tune;
       in.policy.kind = p.policy;
-      if (getenv("EXP_W")) sscanf(getenv("EXP_W"), "%lf,%lf,%lf", &in.policy.pack_weight, &in.policy.topology_weight, &in.policy.domain_weight);
       p.runs[static_cast<size_t>(j % f.seeds)] = sim::replay(in);
       progress.done(std::string(sched::policyName(p.policy)) + " seed " + std::to_string(in.seed));
     }
@@ -283,10 +302,14 @@ int simulateCommand(const std::vector<std::string>& args) {
       std::cerr << "troupe simulate: cannot write to --out directory \"" << f.out << "\"\n";
       return 1;
     }
-    (f.json ? std::cerr : std::cout) << "\nPlot: " << (dir / "allocation.svg").string() << "   curves: "
-                                     << (dir / "curves.csv").string() << "   per seed: " << (dir / "runs.csv").string() << "\n";
+    (f.json ? std::cerr : std::cout) << "\nPlot: " << (dir / "allocation.svg").string()
+                                     << "   curves: " << (dir / "curves.csv").string()
+                                     << "   per seed: " << (dir / "runs.csv").string() << "\n";
   }
-  if (!f.json) std::cout << "\n" << jobs << " runs in " << std::to_string(static_cast<int>(report.seconds + 0.5)) << " s on " << threads << " threads.\n";
+  if (!f.json)
+    std::cout << "\n"
+              << jobs << " runs in " << std::to_string(static_cast<int>(report.seconds + 0.5)) << " s on "
+              << threads << " threads.\n";
   return 0;
 }
 

@@ -22,8 +22,8 @@ constexpr Suffix kSuffixes[] = {
 };
 
 Status badQuantity(std::string_view text, std::string_view why) {
-  return invalidArgument("\"" + std::string(text) + "\" is not a Kubernetes quantity (" +
-                         std::string(why) + "); expected a number with an optional suffix, " +
+  return invalidArgument("\"" + std::string(text) + "\" is not a Kubernetes quantity (" + std::string(why) +
+                         "); expected a number with an optional suffix, " +
                          "e.g. \"8\", \"500m\" or \"40Gi\"");
 }
 

@@ -44,8 +44,10 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b) {
 
 Result<std::vector<std::vector<std::string>>> parseMatrixText(std::string_view text) {
   const auto fail = [](const std::string& why) {
-    return invalidArgument("expected a JSON array of rows of strings such as "
-                           "[[\"X\",\"NV18\"],[\"NV18\",\"X\"]]: " + why);
+    return invalidArgument(
+        "expected a JSON array of rows of strings such as "
+        "[[\"X\",\"NV18\"],[\"NV18\",\"X\"]]: " +
+        why);
   };
   std::vector<std::vector<std::string>> rows;
   size_t i = 0;

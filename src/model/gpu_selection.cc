@@ -150,8 +150,7 @@ int64_t binomial(int n, int k) {
   return r;
 }
 
-std::optional<GpuSet> searchWholeGpus(const GpuTopology& t, uint64_t free_mask, int k,
-                                      bool one_domain) {
+std::optional<GpuSet> searchWholeGpus(const GpuTopology& t, uint64_t free_mask, int k, bool one_domain) {
   if (k <= 0 || std::popcount(free_mask) < k) return std::nullopt;
   std::vector<uint64_t> pools;
   if (one_domain) {
@@ -190,8 +189,7 @@ std::optional<GpuSet> searchWholeGpus(const GpuTopology& t, uint64_t free_mask, 
   return set;
 }
 
-std::optional<GpuSet> chooseWholeGpus(const GpuTopology& t, uint64_t free_mask, int k,
-                                      bool one_domain) {
+std::optional<GpuSet> chooseWholeGpus(const GpuTopology& t, uint64_t free_mask, int k, bool one_domain) {
   if (t.size() > 56) return searchWholeGpus(t, free_mask, k, one_domain);
   const uint64_t key = free_mask | static_cast<uint64_t>(k) << 56 | (one_domain ? 1ULL << 63 : 0);
   GpuTopology::SelectionMemo& memo = t.memo();

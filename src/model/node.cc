@@ -87,13 +87,13 @@ Result<NodeInfo> nodeFromFacts(const NodeFacts& facts, TopologyCatalog& catalog)
   if (const std::string* matrix = lookup(facts.annotations, kAnnotationGpuTopology)) {
     Result<std::vector<std::vector<std::string>>> rows = parseMatrixText(*matrix);
     if (!rows.isOk()) {
-      return invalidArgument("node " + facts.name + ": annotation troupe.dev/gpu-topology: " +
-                             rows.status().message());
+      return invalidArgument("node " + facts.name +
+                             ": annotation troupe.dev/gpu-topology: " + rows.status().message());
     }
     Result<GpuTopology> t = topologyFromMatrix(rows.value(), 25.0, 32.0);
     if (!t.isOk()) {
-      return invalidArgument("node " + facts.name + ": annotation troupe.dev/gpu-topology: " +
-                             t.status().message());
+      return invalidArgument("node " + facts.name +
+                             ": annotation troupe.dev/gpu-topology: " + t.status().message());
     }
     if (t.value().size() != info.gpu_count) {
       return invalidArgument("node " + facts.name + ": annotation troupe.dev/gpu-topology has " +
@@ -107,8 +107,8 @@ Result<NodeInfo> nodeFromFacts(const NodeFacts& facts, TopologyCatalog& catalog)
   if (const std::string* label = lookup(facts.labels, kLabelTopologyProfile)) profile = *label;
   Result<std::shared_ptr<const GpuTopology>> shared = catalog.profile(profile, info.gpu_count);
   if (!shared.isOk()) {
-    return invalidArgument("node " + facts.name + ": label troupe.dev/topology-profile: " +
-                           shared.status().message());
+    return invalidArgument("node " + facts.name +
+                           ": label troupe.dev/topology-profile: " + shared.status().message());
   }
   info.topology = shared.value();
   return info;
@@ -126,8 +126,8 @@ void NodeState::setInfo(NodeInfo info) {
   // Re-apply what still fits the new shape; an allocation on a GPU that vanished is kept as
   // an unknown holder so its GPUs are never handed out twice.
   for (auto& [uid, a] : allocations_) {
-    bool fits = std::all_of(a.gpus.begin(), a.gpus.end(),
-                            [&](int g) { return g >= 0 && g < info_.gpu_count; });
+    bool fits =
+        std::all_of(a.gpus.begin(), a.gpus.end(), [&](int g) { return g >= 0 && g < info_.gpu_count; });
     if (!fits) {
       a.unknown_gpus += static_cast<int>(a.gpus.size());
       a.gpus.clear();
@@ -147,9 +147,7 @@ uint64_t NodeState::fullyFreeMask() const {
   return mask;
 }
 
-int NodeState::wholeFreeCount() const {
-  return std::max(0, std::popcount(fullyFreeMask()) - unknown_held_);
-}
+int NodeState::wholeFreeCount() const { return std::max(0, std::popcount(fullyFreeMask()) - unknown_held_); }
 
 int64_t NodeState::usedMilliTotal() const {
   int64_t sum = static_cast<int64_t>(unknown_held_) * kMilliPerGpu;
@@ -168,8 +166,8 @@ Status NodeState::add(const Allocation& a) {
   }
   for (int g : a.gpus) {
     if (g < 0 || g >= info_.gpu_count) {
-      return invalidArgument("GPU index " + std::to_string(g) + " is out of range for node " +
-                             info_.name + " with " + std::to_string(info_.gpu_count) + " GPUs");
+      return invalidArgument("GPU index " + std::to_string(g) + " is out of range for node " + info_.name +
+                             " with " + std::to_string(info_.gpu_count) + " GPUs");
     }
     if (used_milli_[static_cast<size_t>(g)] + a.milli_per_gpu > kMilliPerGpu) {
       return failedPrecondition("GPU " + std::to_string(g) + " of node " + info_.name +

@@ -1,11 +1,11 @@
 #include "troupe/model/topology.h"
 
-#include "troupe/model/gpu_selection.h"
-
 #include <algorithm>
 #include <bit>
 #include <cctype>
 #include <string>
+
+#include "troupe/model/gpu_selection.h"
 
 namespace troupe::model {
 namespace {
@@ -21,9 +21,9 @@ struct LinkName {
   const char* name;
 };
 constexpr LinkName kLinkNames[] = {
-    {LinkKind::kSelf, "X"},          {LinkKind::kNVSwitch, "NVS"},  {LinkKind::kNVLink, "NV"},
-    {LinkKind::kPcieSwitch, "PIX"},  {LinkKind::kPcieMulti, "PXB"}, {LinkKind::kHostBridge, "PHB"},
-    {LinkKind::kSameNuma, "NODE"},   {LinkKind::kCrossSocket, "SYS"},
+    {LinkKind::kSelf, "X"},         {LinkKind::kNVSwitch, "NVS"},    {LinkKind::kNVLink, "NV"},
+    {LinkKind::kPcieSwitch, "PIX"}, {LinkKind::kPcieMulti, "PXB"},   {LinkKind::kHostBridge, "PHB"},
+    {LinkKind::kSameNuma, "NODE"},  {LinkKind::kCrossSocket, "SYS"},
 };
 
 // Bandwidth of a PCIe-level link relative to a direct PCIe switch path.
@@ -40,8 +40,7 @@ double pcieBandwidth(LinkKind kind, double pcie) {
 
 Link pcieLink(LinkKind kind, double pcie) { return Link{kind, 0, pcieBandwidth(kind, pcie)}; }
 
-GpuTopology nvswitchProfile(std::string name, int gpus, int links, double bandwidth,
-                            double pcie) {
+GpuTopology nvswitchProfile(std::string name, int gpus, int links, double bandwidth, double pcie) {
   GpuTopology t(gpus, std::move(name), pcieBandwidth(LinkKind::kCrossSocket, pcie));
   for (int a = 0; a < gpus; ++a) {
     t.setNuma(a, a < gpus / 2 ? 0 : 1);
@@ -60,8 +59,8 @@ GpuTopology pcieProfile(std::string name, int gpus, double pcie, bool nvbridge) 
     t.setNuma(a, a / half);
     for (int b = a + 1; b < gpus; ++b) {
       if (a / 2 == b / 2) {
-        t.setLink(a, b, nvbridge ? Link{LinkKind::kNVLink, 4, kNvBridge}
-                                 : pcieLink(LinkKind::kPcieSwitch, pcie));
+        t.setLink(a, b,
+                  nvbridge ? Link{LinkKind::kNVLink, 4, kNvBridge} : pcieLink(LinkKind::kPcieSwitch, pcie));
       } else if (a / half == b / half) {
         t.setLink(a, b, pcieLink(gpus >= 8 ? LinkKind::kHostBridge : LinkKind::kSameNuma, pcie));
       } else {
@@ -300,8 +299,8 @@ std::string profileForProduct(std::string_view product, int gpus) {
 }
 
 std::vector<std::string> builtinProfiles() {
-  return {"hgx-b200-8", "hgx-h200-8",   "hgx-h100-8",      "hgx-a100-8",      "dgx1-v100-8",
-          "pcie-8",     "pcie-4",       "pcie-nvbridge-8", "pcie-nvbridge-4", "pcie-<N>"};
+  return {"hgx-b200-8", "hgx-h200-8", "hgx-h100-8",      "hgx-a100-8",      "dgx1-v100-8",
+          "pcie-8",     "pcie-4",     "pcie-nvbridge-8", "pcie-nvbridge-4", "pcie-<N>"};
 }
 
 Result<GpuTopology> topologyFromMatrix(const std::vector<std::vector<std::string>>& rows,
@@ -324,16 +323,16 @@ Result<GpuTopology> topologyFromMatrix(const std::vector<std::vector<std::string
         try {
           bandwidth = std::stod(cell.substr(colon + 1));
         } catch (...) {
-          return invalidArgument("cell [" + std::to_string(a) + "][" + std::to_string(b) + "] \"" +
-                                 cell + "\": bandwidth after ':' must be a number of GB/s");
+          return invalidArgument("cell [" + std::to_string(a) + "][" + std::to_string(b) + "] \"" + cell +
+                                 "\": bandwidth after ':' must be a number of GB/s");
         }
         cell = cell.substr(0, colon);
       }
       int links = 0;
       Result<LinkKind> kind = parseLinkKind(cell, &links);
       if (!kind.isOk()) {
-        return invalidArgument("cell [" + std::to_string(a) + "][" + std::to_string(b) + "]: " +
-                               kind.status().message());
+        return invalidArgument("cell [" + std::to_string(a) + "][" + std::to_string(b) +
+                               "]: " + kind.status().message());
       }
       if ((a == b) != (kind.value() == LinkKind::kSelf)) {
         return invalidArgument("cell [" + std::to_string(a) + "][" + std::to_string(b) +

@@ -11,7 +11,16 @@ namespace troupe::sched {
 namespace {
 
 // The artifact's categories, in its order; Q3 (the usable part) is not fragment.
-enum Category { kLackBoth, kLackGpu, kSatisfied, kLackCpu, kCpuOnlyFits, kCpuOnlyLacksCpu, kNoAccess, kCategories };
+enum Category {
+  kLackBoth,
+  kLackGpu,
+  kSatisfied,
+  kLackCpu,
+  kCpuOnlyFits,
+  kCpuOnlyLacksCpu,
+  kNoAccess,
+  kCategories
+};
 
 }  // namespace
 
@@ -93,7 +102,8 @@ double FragmentationCache::get(uint64_t access, int64_t cpu_left, std::span<cons
   std::sort(sorted.begin(), sorted.begin() + static_cast<long>(free_milli.size()));
   Key key{access, cpu_left, {free_milli.size(), 0}};
   for (size_t i = 0; i < free_milli.size(); ++i) {
-    key.packed[i / 6] = key.packed[i / 6] << 10 | static_cast<uint64_t>(std::clamp<int64_t>(sorted[i], 0, 1023));
+    key.packed[i / 6] =
+        key.packed[i / 6] << 10 | static_cast<uint64_t>(std::clamp<int64_t>(sorted[i], 0, 1023));
   }
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   double f = fragmentation(mix_, access, cpu_left, free_milli);

@@ -43,14 +43,17 @@ Result<std::chrono::milliseconds> parseDuration(const std::string& text) {
   while (i < s.size()) {
     size_t start = i;
     while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
-    if (start == i) return invalidArgument("\"" + text + "\" is not a duration; expected e.g. \"5m\", \"90s\" or \"1h30m\"");
+    if (start == i)
+      return invalidArgument("\"" + text +
+                             "\" is not a duration; expected e.g. \"5m\", \"90s\" or \"1h30m\"");
     double value = std::stod(s.substr(start, i - start));
     size_t unit_start = i;
     while (i < s.size() && std::isalpha(static_cast<unsigned char>(s[i]))) ++i;
     std::string unit = s.substr(unit_start, i - unit_start);
     double ms_per = unit == "ms" ? 1 : unit == "s" ? 1000 : unit == "m" ? 60000 : unit == "h" ? 3600000 : -1;
     if (ms_per < 0) {
-      return invalidArgument("\"" + text + "\" has unit \"" + unit + "\"; expected ms, s, m or h (e.g. \"5m\")");
+      return invalidArgument("\"" + text + "\" has unit \"" + unit +
+                             "\"; expected ms, s, m or h (e.g. \"5m\")");
     }
     total += static_cast<int64_t>(value * ms_per);
   }

@@ -158,7 +158,8 @@ FilterResult Scheduler::filterGangLocked(const PodFacts& pod, const GpuRequest& 
           std::vector<const model::NodeState*> by_free;
           for (const std::string& name : node_names) {
             auto it = nodes_.find(name);
-            if (it != nodes_.end() && checkNode(it->second, req).fit != Fit::kNever) by_free.push_back(&it->second);
+            if (it != nodes_.end() && checkNode(it->second, req).fit != Fit::kNever)
+              by_free.push_back(&it->second);
           }
           std::sort(by_free.begin(), by_free.end(), [](const model::NodeState* a, const model::NodeState* b) {
             if (a->wholeFreeCount() != b->wholeFreeCount()) return a->wholeFreeCount() > b->wholeFreeCount();
@@ -202,8 +203,9 @@ FilterResult Scheduler::filterGangLocked(const PodFacts& pod, const GpuRequest& 
     if (any_free) {
       // Its free slots are on nodes this member cannot use: plan again next time.
       releasePlanLocked(g);
-      return failAll("troupe: gang " + g.spec.key + " was planned on nodes this member cannot use; re-planning",
-                     false, "gang");
+      return failAll(
+          "troupe: gang " + g.spec.key + " was planned on nodes this member cannot use; re-planning", false,
+          "gang");
     }
     return failAll("troupe: gang " + g.spec.key + " already has its " + std::to_string(g.spec.min_member) +
                        " members planned; extra members are placed once it runs",
@@ -239,8 +241,9 @@ void Scheduler::bind(const std::string& pod_uid, const std::string& pod_ns, cons
       if (held->second == node && n != nodes_.end()) {
         completions.emplace_back(std::move(done), *n->second.find(pod_uid));
       } else {
-        completions.emplace_back(std::move(done), failedPrecondition("pod " + key + " already holds GPUs on node " +
-                                                                     held->second + ", not " + node));
+        completions.emplace_back(
+            std::move(done), failedPrecondition("pod " + key + " already holds GPUs on node " + held->second +
+                                                ", not " + node));
       }
     } else if (g_it == gangs_.end() || g_it->second.admitted) {
       Result<model::Allocation> a = reserveLocked(pod_uid, key, node, pending->request);
@@ -257,12 +260,14 @@ void Scheduler::bind(const std::string& pod_uid, const std::string& pod_ns, cons
         if (s.member_uid == pod_uid) slot = &s;
       }
       if (!slot) {
-        completions.emplace_back(std::move(done),
-                                 failedPrecondition("gang member " + key + " has no planned place in gang " +
-                                                    g.spec.key + " (its plan was released); it will be planned again"));
+        completions.emplace_back(
+            std::move(done),
+            failedPrecondition("gang member " + key + " has no planned place in gang " + g.spec.key +
+                               " (its plan was released); it will be planned again"));
       } else if (slot->node != node) {
-        completions.emplace_back(std::move(done), failedPrecondition("Troupe planned gang member " + key +
-                                                                     " on node " + slot->node + ", not " + node));
+        completions.emplace_back(std::move(done),
+                                 failedPrecondition("Troupe planned gang member " + key + " on node " +
+                                                    slot->node + ", not " + node));
       } else {
         g.waiting.erase(std::remove_if(g.waiting.begin(), g.waiting.end(),
                                        [&](const Waiter& w) { return w.uid == pod_uid; }),
@@ -311,10 +316,11 @@ void Scheduler::expireLocked(std::vector<Completion>* out) {
   for (auto it = gangs_.begin(); it != gangs_.end();) {
     Gang& g = it->second;
     if (!g.waiting.empty() && t >= g.barrier_deadline) {
-      const std::string msg = "gang " + g.spec.key + ": only " + std::to_string(g.waiting.size()) + " of " +
-                              std::to_string(g.slots.size()) + " members reached bind within " +
-                              std::to_string(std::chrono::duration_cast<std::chrono::seconds>(g.spec.timeout).count()) +
-                              "s (troupe.dev/gang-timeout); all are released and the gang is planned again";
+      const std::string msg =
+          "gang " + g.spec.key + ": only " + std::to_string(g.waiting.size()) + " of " +
+          std::to_string(g.slots.size()) + " members reached bind within " +
+          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(g.spec.timeout).count()) +
+          "s (troupe.dev/gang-timeout); all are released and the gang is planned again";
       for (Waiter& w : g.waiting) out->emplace_back(std::move(w.done), deadlineExceeded(msg));
       g.waiting.clear();
       releasePlanLocked(g);

@@ -34,8 +34,8 @@ NodeFit fitMembers(const model::NodeState& node, const GpuRequest& req, int limi
 
 }  // namespace
 
-GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const GpuRequest& req,
-                        int members, const std::string& gang_key) {
+GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const GpuRequest& req, int members,
+                        const std::string& gang_key) {
   GangPlanResult out;
   std::vector<NodeFit> fits;
   int64_t capacity_members = 0;  // on empty matching nodes: can it ever fit?
@@ -44,7 +44,8 @@ GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const
     NodeCheck check = checkNode(*n, req);
     if (check.fit == Fit::kNever) continue;
     const int per_node = req.gpus > 0 ? n->gpuCount() / req.gpus : members;
-    capacity_members += req.shared() ? static_cast<int64_t>(n->gpuCount()) * (1000 / req.milli_per_gpu) : per_node;
+    capacity_members +=
+        req.shared() ? static_cast<int64_t>(n->gpuCount()) * (1000 / req.milli_per_gpu) : per_node;
     NodeFit f = fitMembers(*n, req, members);
     if (!f.sets.empty()) fits.push_back(std::move(f));
   }

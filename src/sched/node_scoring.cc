@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cmath>
-#include <cstdlib>
 
 #include "troupe/model/gpu_selection.h"
 #include "troupe/sched/baseline_scores.h"
@@ -15,9 +13,9 @@ using model::kMilliPerGpu;
 using model::NodeState;
 
 struct FragEval {
-  int points = 0;       // FGD's integer score
-  double delta = 0;     // F_after - F_before, milli-GPU
-  int gpu = -1;         // for sharing pods: the GPU evaluated best
+  int points = 0;    // FGD's integer score
+  double delta = 0;  // F_after - F_before, milli-GPU
+  int gpu = -1;      // for sharing pods: the GPU evaluated best
 };
 
 double fragOf(const ScoreContext& ctx, const RequestMix& mix, uint64_t access, int64_t cpu,
@@ -56,33 +54,17 @@ FragEval evalFragmentation(const NodeState& node, const GpuRequest& req, const S
 double packAfter(const NodeState& node, const GpuRequest& req) {
   const int64_t capacity = static_cast<int64_t>(node.gpuCount()) * kMilliPerGpu;
   if (capacity == 0) return 0.0;
-  return std::min(1.0, static_cast<double>(node.usedMilliTotal() + req.totalMilli()) / static_cast<double>(capacity));
+  return std::min(
+      1.0, static_cast<double>(node.usedMilliTotal() + req.totalMilli()) / static_cast<double>(capacity));
 }
 
-// Troupe: FGD's quantised fragmentation on the live mix decides; among equals, the blend of
-// topology, packing and NVLink domains (below one point, so it never overrides fragmentation).
+// Troupe: FGD's quantised fragmentation on the live mix decides. Its whole-point steps make
+// near-equal nodes tie, and ties are where the blend (below one point) chooses.
 double troupeValue(const PolicyConfig& policy, const NodeState& node, const GpuRequest& req,
                    Placement& placement, const ScoreContext& ctx) {
   FragEval frag = evalFragmentation(node, req, ctx, model::indicesToMask(placement.gpus));
   if (req.shared() && frag.gpu >= 0) placement.gpus = {frag.gpu};
-  static const double S = getenv("EXP_S") ? atof(getenv("EXP_S")) : 1000;
-  static const double L = getenv("EXP_L") ? atof(getenv("EXP_L")) : 100;
-  static const int M = getenv("EXP_M") ? atoi(getenv("EXP_M")) : 0;
-  double pts = std::floor(L / (1 + std::exp(frag.delta / S)));
-  double sec = 0;
-  const double cpuleft = static_cast<double>(cpuLeft(node) - req.cpu_milli);
-  const double gpuleft = static_cast<double>(node.gpuCount() * 1000 - node.usedMilliTotal() - req.totalMilli());
-  switch (M) {
-    case 0: sec = troupeBlend(policy, node, req, placement); break;
-    case 1: sec = 1 - node.gpuCount() / 64.0; break;
-    case 2: sec = node.gpuCount() / 64.0; break;
-    case 3: sec = 1 - gpuleft / 64000.0; break;   // best-fit GPU
-    case 4: sec = 1 - cpuleft / 1e6; break;        // best-fit CPU
-    case 5: sec = cpuleft / 1e6; break;            // worst-fit CPU
-    case 6: sec = 1 - (0.5 * cpuleft / 128000 + 0.5 * gpuleft / 8000) / 2; break;
-    case 7: sec = 0.5 * placement.topology_quality; break;
-  }
-  return pts + 0.99 * sec;
+  return frag.points + 0.99 * troupeBlend(policy, node, req, placement);
 }
 
 uint64_t mixHash(uint64_t h, uint64_t v) {
@@ -146,12 +128,16 @@ double troupeBlend(const PolicyConfig& policy, const NodeState& node, const GpuR
   // set is), so a multi-GPU pod prefers NVSwitch over PCIe and, on a node, its best GPUs.
   double topology = 1.0;
   if (req.gpus > 1 && req.topology != TopologyMode::kNone) {
-    topology = 0.5 * placement.topology_quality +
-               0.5 * std::min(1.0, placement.bottleneck / kReferenceBandwidth);
+    topology =
+        0.5 * placement.topology_quality + 0.5 * std::min(1.0, placement.bottleneck / kReferenceBandwidth);
   }
+  // Pack: fill smaller nodes first. Among equally fragmenting choices this keeps the big nodes
+  // whole for the big jobs (measured on the openb trace: 4.78% -> 4.69% unallocated, where
+  // preferring fuller nodes instead does worse than the seeded order, 4.85%).
+  const double small_first = 1.0 - std::min(64, node.gpuCount()) / 64.0;
   const double total = policy.pack_weight + policy.topology_weight + policy.domain_weight;
   if (total <= 0) return 0.0;
-  return (policy.pack_weight * packAfter(node, req) + policy.topology_weight * topology +
+  return (policy.pack_weight * small_first + policy.topology_weight * topology +
           policy.domain_weight * domains) /
          total;
 }

@@ -49,29 +49,37 @@ NodeCheck checkNode(const NodeState& node, const GpuRequest& req) {
   if (info.gpu_count == 0) return {Fit::kNever, "troupe: node has no GPUs (nvidia.com/gpu)", "no-gpus"};
   if (!req.models.empty()) {
     if (info.gpu_product.empty()) {
-      return {Fit::kNever, "troupe: node has no nvidia.com/gpu.product label to match troupe.dev/gpu-model", "model"};
+      return {Fit::kNever, "troupe: node has no nvidia.com/gpu.product label to match troupe.dev/gpu-model",
+              "model"};
     }
     if (!modelAllowed(info.gpu_product, req.models)) {
-      return {Fit::kNever, "troupe: GPU model " + info.gpu_product + " is not in troupe.dev/gpu-model (" +
-                               joinList(req.models, ",") + ")", "model"};
+      return {Fit::kNever,
+              "troupe: GPU model " + info.gpu_product + " is not in troupe.dev/gpu-model (" +
+                  joinList(req.models, ",") + ")",
+              "model"};
     }
   }
   if (req.min_memory_bytes > 0) {
     if (info.gpu_memory_mib == 0) {
-      return {Fit::kNever, "troupe: node has no nvidia.com/gpu.memory label to check troupe.dev/gpu-memory", "memory"};
+      return {Fit::kNever, "troupe: node has no nvidia.com/gpu.memory label to check troupe.dev/gpu-memory",
+              "memory"};
     }
     if (info.gpu_memory_mib * 1024 * 1024 < req.min_memory_bytes) {
-      return {Fit::kNever, "troupe: GPU memory below troupe.dev/gpu-memory " + gib(req.min_memory_bytes), "memory"};
+      return {Fit::kNever, "troupe: GPU memory below troupe.dev/gpu-memory " + gib(req.min_memory_bytes),
+              "memory"};
     }
   }
   if (req.gpus > info.gpu_count) {
-    return {Fit::kNever, "troupe: node has fewer GPUs in total than the pod's " + std::to_string(req.gpus), "count"};
+    return {Fit::kNever, "troupe: node has fewer GPUs in total than the pod's " + std::to_string(req.gpus),
+            "count"};
   }
   const model::GpuTopology& topo = node.topology();
   if (req.topology == TopologyMode::kNVLink && req.gpus > 1 &&
       std::popcount(topo.nvlinkDomains().front()) < req.gpus) {
-    return {Fit::kNever, "troupe: no NVLink domain of " + std::to_string(req.gpus) +
-                             " GPUs on this node (troupe.dev/gpu-topology=nvlink)", "topology"};
+    return {Fit::kNever,
+            "troupe: no NVLink domain of " + std::to_string(req.gpus) +
+                " GPUs on this node (troupe.dev/gpu-topology=nvlink)",
+            "topology"};
   }
   if (info.cpu_milli > 0 && req.cpu_milli > info.cpu_milli) {
     return {Fit::kNever, "troupe: node has less CPU than the pod requests", "resources"};
@@ -90,7 +98,8 @@ NodeCheck checkNode(const NodeState& node, const GpuRequest& req) {
   }
   if (req.shared()) {
     if (!pickSharedGpu(node, req.milli_per_gpu)) {
-      return {Fit::kBusy, "troupe: no GPU has " + std::to_string(req.milli_per_gpu) + " milli-GPU free", "busy"};
+      return {Fit::kBusy, "troupe: no GPU has " + std::to_string(req.milli_per_gpu) + " milli-GPU free",
+              "busy"};
     }
     return {Fit::kFits, ""};
   }
@@ -102,7 +111,9 @@ NodeCheck checkNode(const NodeState& node, const GpuRequest& req) {
     bool any = std::any_of(topo.nvlinkDomains().begin(), topo.nvlinkDomains().end(),
                            [&](uint64_t d) { return std::popcount(d & free) >= req.gpus; });
     if (!any) {
-      return {Fit::kBusy, "troupe: free GPUs are split across NVLink domains (troupe.dev/gpu-topology=nvlink)", "topology"};
+      return {Fit::kBusy,
+              "troupe: free GPUs are split across NVLink domains (troupe.dev/gpu-topology=nvlink)",
+              "topology"};
     }
   }
   return {Fit::kFits, ""};

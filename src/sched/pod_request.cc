@@ -16,8 +16,7 @@ const std::string* annotationOrLabel(const PodFacts& pod, const char* key) {
 }
 
 Status badAnnotation(const char* key, const std::string& value, const std::string& expected) {
-  return invalidArgument("annotation " + std::string(key) + "=\"" + value + "\" is invalid: " +
-                         expected);
+  return invalidArgument("annotation " + std::string(key) + "=\"" + value + "\" is invalid: " + expected);
 }
 
 // A container's demand for one resource: requests win, limits stand in (Kubernetes copies
@@ -108,8 +107,8 @@ Result<GpuRequest> parseGpuRequest(const PodFacts& pod) {
     if (req.gpus > 0) {
       return badAnnotation(kAnnotationGpuMilli, *milli,
                            "it is for pods that share one GPU, but the pod also requests "
-                           "nvidia.com/gpu=" + std::to_string(req.gpus) +
-                           "; remove one of the two");
+                           "nvidia.com/gpu=" +
+                               std::to_string(req.gpus) + "; remove one of the two");
     }
     req.gpus = 1;
     req.milli_per_gpu = m;
@@ -134,9 +133,12 @@ Result<GpuRequest> parseGpuRequest(const PodFacts& pod) {
   }
   if (const std::string* topology = annotationOrLabel(pod, kAnnotationGpuTopology)) {
     std::string t(trim(*topology));
-    if (equalsIgnoreCase(t, "nvlink")) req.topology = TopologyMode::kNVLink;
-    else if (equalsIgnoreCase(t, "preferred")) req.topology = TopologyMode::kPreferred;
-    else if (equalsIgnoreCase(t, "none")) req.topology = TopologyMode::kNone;
+    if (equalsIgnoreCase(t, "nvlink"))
+      req.topology = TopologyMode::kNVLink;
+    else if (equalsIgnoreCase(t, "preferred"))
+      req.topology = TopologyMode::kPreferred;
+    else if (equalsIgnoreCase(t, "none"))
+      req.topology = TopologyMode::kNone;
     else {
       return badAnnotation(kAnnotationGpuTopology, *topology,
                            "expected one of nvlink (all GPUs in one NVLink domain), preferred "

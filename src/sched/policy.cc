@@ -21,10 +21,9 @@ const char* policyName(PolicyKind kind) {
 }
 
 std::vector<PolicyKind> allPolicies() {
-  return {PolicyKind::kTroupe,     PolicyKind::kFgd,           PolicyKind::kBestFit,
-          PolicyKind::kDotProduct, PolicyKind::kGpuPacking,    PolicyKind::kGpuClustering,
-          PolicyKind::kRandom,     PolicyKind::kKube,          PolicyKind::kBinpack,
-          PolicyKind::kSpread};
+  return {PolicyKind::kTroupe,     PolicyKind::kFgd,           PolicyKind::kBestFit, PolicyKind::kDotProduct,
+          PolicyKind::kGpuPacking, PolicyKind::kGpuClustering, PolicyKind::kRandom,  PolicyKind::kKube,
+          PolicyKind::kBinpack,    PolicyKind::kSpread};
 }
 
 std::vector<std::string> policyNames() {
@@ -44,7 +43,8 @@ Result<PolicyKind> parsePolicy(std::string_view name) {
 std::vector<std::string> validatePolicy(const PolicyConfig& c) {
   std::vector<std::string> errors;
   auto nonNegative = [&](double v, const char* field) {
-    if (v < 0) errors.push_back(std::string("policy.weights.") + field + ": must be >= 0, got " + std::to_string(v));
+    if (v < 0)
+      errors.push_back(std::string("policy.weights.") + field + ": must be >= 0, got " + std::to_string(v));
   };
   nonNegative(c.pack_weight, "pack");
   nonNegative(c.topology_weight, "topology");

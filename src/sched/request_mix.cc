@@ -24,7 +24,8 @@ RequestMix RequestMix::fromRequests(const std::vector<GpuRequest>& requests, dou
     ++slot.first;
     slot.second = &r;
   }
-  std::vector<std::pair<ShapeKey, std::pair<int64_t, const GpuRequest*>>> shapes(counts.begin(), counts.end());
+  std::vector<std::pair<ShapeKey, std::pair<int64_t, const GpuRequest*>>> shapes(counts.begin(),
+                                                                                 counts.end());
   std::stable_sort(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) {
     if (a.second.first != b.second.first) return a.second.first > b.second.first;
     return a.first > b.first;
@@ -47,8 +48,8 @@ const RequestMix& RequestMix::defaults() {
   static const RequestMix mix = [] {
     RequestMix m;
     // Whole GPUs in the sizes jobs use, and the common "half a GPU" share.
-    for (auto [gpus, milli, p] : {std::tuple{1, 1000, 0.4}, {2, 1000, 0.15}, {4, 1000, 0.1},
-                                  {8, 1000, 0.1}, {1, 500, 0.25}}) {
+    for (auto [gpus, milli, p] :
+         {std::tuple{1, 1000, 0.4}, {2, 1000, 0.15}, {4, 1000, 0.1}, {8, 1000, 0.1}, {1, 500, 0.25}}) {
       m.entries_.push_back({0, milli, gpus, {}, p});
     }
     return m;
@@ -64,8 +65,18 @@ void RequestMixWindow::record(const GpuRequest& request) {
   window_.push_back(request);
   if (window_.size() > capacity_) window_.pop_front();
   if (++since_refresh_ < refresh_) return;
+  rebuildLocked();
+}
+
+void RequestMixWindow::refresh() {
+  std::lock_guard lock(mu_);
+  rebuildLocked();
+}
+
+void RequestMixWindow::rebuildLocked() {
   since_refresh_ = 0;
-  // Rebuilt under the lock: at most every `refresh_` requests, a sort of `capacity_` shapes.
+  if (window_.empty()) return;
+  // Under the lock: at most every `refresh_` requests, a sort of `capacity_` shapes.
   mix_ = std::make_shared<const RequestMix>(
       RequestMix::fromRequests(std::vector<GpuRequest>(window_.begin(), window_.end())));
 }

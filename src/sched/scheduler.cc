@@ -4,6 +4,8 @@
 #include <bit>
 #include <cmath>
 
+#include "troupe/sched/node_scoring.h"
+
 namespace troupe::sched {
 namespace {
 
@@ -133,6 +135,7 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
     out.categories["invalid-pod"] = static_cast<int>(node_names.size());
     return out;
   }
+  mix_window_.record(req.value());
   if (gang.value() && req.value().wantsGpus()) {
     remember(pod, req.value(), gang.value()->key);
     std::unique_lock lock(mu_);
@@ -246,6 +249,8 @@ std::vector<HostScore> Scheduler::prioritize(const PodFacts& pod,
   };
   std::vector<Raw> raw;
   raw.reserve(node_names.size());
+  const std::shared_ptr<const RequestMix> mix = mix_window_.current();
+  const ScoreContext context{mix.get(), nullptr};
   {
     std::shared_lock lock(mu_);
     // Lookups first, as in filter(): independent lookups overlap their cache misses.
@@ -260,7 +265,7 @@ std::vector<HostScore> Scheduler::prioritize(const PodFacts& pod,
         if (!req.value().wantsGpus()) {
           s = 0.0;
         } else if (std::optional<Placement> p = placeOnNode(*found[i], req.value())) {
-          s = scorePlacement(*found[i], req.value(), *p, config_.policy);
+          s = unitScore(config_.policy, *found[i], req.value(), *p, context);
         }
       }
       raw.push_back({&name, s, tieRank(name)});
@@ -304,8 +309,7 @@ Result<model::Allocation> Scheduler::reserve(const std::string& pod_uid, const s
   if (auto held = pod_node_.find(pod_uid); held != pod_node_.end()) {
     auto it = nodes_.find(held->second);
     if (held->second == node && it != nodes_.end()) return *it->second.find(pod_uid);  // a retried bind
-    return failedPrecondition("pod " + key + " already holds GPUs on node " + held->second +
-                              ", not " + node);
+    return failedPrecondition("pod " + key + " already holds GPUs on node " + held->second + ", not " + node);
   }
   if (!pending) {
     return failedPrecondition("Troupe has no record of pod " + key + " (uid " + pod_uid +

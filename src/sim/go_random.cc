@@ -25,7 +25,8 @@ Poly mulMod(const Poly& a, const Poly& b) {
   std::vector<uint64_t> prod(static_cast<size_t>(2 * n - 1), 0);
   for (int i = 0; i < n; ++i) {
     if (a[static_cast<size_t>(i)] == 0) continue;
-    for (int j = 0; j < n; ++j) prod[static_cast<size_t>(i + j)] += a[static_cast<size_t>(i)] * b[static_cast<size_t>(j)];
+    for (int j = 0; j < n; ++j)
+      prod[static_cast<size_t>(i + j)] += a[static_cast<size_t>(i)] * b[static_cast<size_t>(j)];
   }
   // x^607 = x^334 + 1: fold the high terms down, highest first.
   for (int d = 2 * n - 2; d >= n; --d) {
@@ -75,7 +76,8 @@ std::array<int64_t, GoRandom::kLength> deriveCooked() {
     return static_cast<int>(p < 0 ? p + n : p);
   };
   std::array<uint64_t, GoRandom::kLength> z0{};
-  for (int64_t j = -(n - 1); j <= 0; ++j) z0[static_cast<size_t>(j + n - 1)] = init[static_cast<size_t>(feedOf(j))];
+  for (int64_t j = -(n - 1); j <= 0; ++j)
+    z0[static_cast<size_t>(j + n - 1)] = init[static_cast<size_t>(feedOf(j))];
   const int64_t steps = 7800000000000;
   // x^(steps - 606 + 606) = x^steps gives z[steps] = y[steps - 606]; walk on with timesX.
   Poly result(static_cast<size_t>(n), 0), base(static_cast<size_t>(n), 0);

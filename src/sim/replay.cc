@@ -1,7 +1,6 @@
 #include "troupe/sim/replay.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -16,13 +15,16 @@ namespace {
 using sched::PolicyKind;
 
 // The mix a policy measures fragmentation against. FGD: the trace's own typical pods (the
-// original list, before tuning), as in the paper. Troupe: what it has seen so far, through the
-// live extender's window.
+// original list, before tuning), as in the paper. Troupe: the live extender's window of recent
+// requests, started warm as a long-running extender's would be: filled with the trace's pods
+// in creation (name) order, then updated with every arrival.
 class MixSource {
  public:
-  MixSource(const std::vector<TracePod>& pods, PolicyKind kind) : live_(kind == PolicyKind::kTroupe && !getenv("EXP_TRACEMIX")),
-    window_(getenv("EXP_CAP") ? atoi(getenv("EXP_CAP")) : 5000, getenv("EXP_REF") ? atoi(getenv("EXP_REF")) : 500) {
-    if (!live_) {
+  MixSource(const std::vector<TracePod>& pods, PolicyKind kind) : live_(kind == PolicyKind::kTroupe) {
+    if (live_) {
+      for (const TracePod& p : pods) window_.record(requestOf(p));
+      window_.refresh();
+    } else {
       std::vector<sched::GpuRequest> reqs;
       reqs.reserve(pods.size());
       for (const TracePod& p : pods) reqs.push_back(requestOf(p));
@@ -84,7 +86,8 @@ RunResult replay(const ReplayInput& in) {
   const auto start = std::chrono::steady_clock::now();
   const Cluster& cluster = *in.cluster;
   const std::vector<TracePod>& pods = *in.sorted_pods;
-  RunPlan plan = planRun(pods, static_cast<int>(cluster.nodes.size()), cluster.gpu_milli(), in.seed, in.tune_ratio);
+  RunPlan plan =
+      planRun(pods, static_cast<int>(cluster.nodes.size()), cluster.gpu_milli(), in.seed, in.tune_ratio);
   GoRandom& rng = plan.random;
 
   std::vector<model::NodeState> nodes;
@@ -111,7 +114,8 @@ RunResult replay(const ReplayInput& in) {
   std::vector<uint32_t> version(nodes.size(), 1);
   std::vector<Memo> memo(nodes.size() * static_cast<size_t>(shape_count));
   auto memoOf = [&](size_t node, int pod) -> Memo& {
-    return memo[node * static_cast<size_t>(shape_count) + static_cast<size_t>(shape_of[static_cast<size_t>(pod)])];
+    return memo[node * static_cast<size_t>(shape_count) +
+                static_cast<size_t>(shape_of[static_cast<size_t>(pod)])];
   };
 
   for (size_t step = 0; step < plan.order.size(); ++step) {
@@ -175,6 +179,7 @@ RunResult replay(const ReplayInput& in) {
         if (rng.intn(++seen) == 0) placement.gpus = {g};
       }
     }
+    int placed_on = -1;
     if (chosen) {
       model::Allocation a;
       a.pod_uid = std::to_string(step);
@@ -185,6 +190,7 @@ RunResult replay(const ReplayInput& in) {
       a.topology_quality = placement.topology_quality;
       if (nodes[*chosen].add(a).isOk()) {
         ++version[*chosen];
+        placed_on = static_cast<int>(*chosen);
         ++result.placed;
         if (req.wantsGpus()) used += req.totalMilli();
         if (req.gpus > 1) {
@@ -194,6 +200,7 @@ RunResult replay(const ReplayInput& in) {
       }
     }
     result.curve.push_back({arrived, used});
+    result.node_of.push_back(placed_on);
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -126,7 +126,8 @@ std::string renderTable(const Report& report) {
   for (const PolicyRuns& p : report.policies) {
     if (!p.runs.empty()) gpus = p.runs.front().capacity_gpus;
   }
-  std::string out = "Unallocated GPUs, % of " + withCommas(gpus) + ", when the arrived requests reach a share of capacity\n";
+  std::string out = "Unallocated GPUs, % of " + withCommas(gpus) +
+                    ", when the arrived requests reach a share of capacity\n";
   out += "(mean ± sd over " + seedRange(report) + "; lower is better)\n\n";
   std::string header = pad("policy", 16);
   for (int x : report.points) header += pad("@" + std::to_string(x) + "%", 16, true);
@@ -154,10 +155,11 @@ std::string renderTable(const Report& report) {
 }
 
 std::string renderJson(const Report& report) {
-  std::string out = "{\n  \"nodes\": " + jsonString(report.nodes_file) + ",\n  \"pods\": " +
-                    jsonString(report.pods_file) + ",\n  \"first_seed\": " + std::to_string(report.first_seed) +
-                    ",\n  \"seeds\": " + std::to_string(report.seeds) + ",\n  \"seconds\": " +
-                    fixed(report.seconds, 3) + ",\n  \"policies\": [";
+  std::string out = "{\n  \"nodes\": " + jsonString(report.nodes_file) +
+                    ",\n  \"pods\": " + jsonString(report.pods_file) +
+                    ",\n  \"first_seed\": " + std::to_string(report.first_seed) +
+                    ",\n  \"seeds\": " + std::to_string(report.seeds) +
+                    ",\n  \"seconds\": " + fixed(report.seconds, 3) + ",\n  \"policies\": [";
   for (size_t i = 0; i < report.policies.size(); ++i) {
     const PolicyRuns& p = report.policies[i];
     out += i ? ",\n" : "\n";
@@ -171,14 +173,15 @@ std::string renderJson(const Report& report) {
         out += "null";
         continue;
       }
-      out += "{\"mean\": " + fixed(s.mean, 4) + ", \"sd\": " + fixed(s.sd, 4) + ", \"min\": " + fixed(s.min, 4) +
-             ", \"max\": " + fixed(s.max, 4) + ", \"per_seed\": [";
+      out += "{\"mean\": " + fixed(s.mean, 4) + ", \"sd\": " + fixed(s.sd, 4) +
+             ", \"min\": " + fixed(s.min, 4) + ", \"max\": " + fixed(s.max, 4) + ", \"per_seed\": [";
       for (size_t k = 0; k < v.size(); ++k) out += (k ? ", " : "") + fixed(v[k], 4);
       out += "]}";
     }
     Topology t = topologyOf(p);
-    out += "}, \"multi_gpu_placed\": " + std::to_string(t.placed) + ", \"multi_gpu_best_set\": " +
-           std::to_string(t.best) + ", \"best_set_percent\": " + (t.placed ? fixed(t.share(), 2) : "null") +
+    out += "}, \"multi_gpu_placed\": " + std::to_string(t.placed) +
+           ", \"multi_gpu_best_set\": " + std::to_string(t.best) +
+           ", \"best_set_percent\": " + (t.placed ? fixed(t.share(), 2) : "null") +
            ", \"seconds_per_run\": " + fixed(meanSeconds(p), 3) + "}";
   }
   out += "\n  ]\n}\n";
@@ -190,8 +193,8 @@ std::string renderCurvesCsv(const Report& report) {
   const int top = maxPercent(report);
   for (const PolicyRuns& p : report.policies) {
     for (const auto& [x, s] : meanCurve(p, top)) {
-      out += std::string(sched::policyName(p.policy)) + "," + std::to_string(x) + "," + fixed(s.mean, 4) + "," +
-             fixed(s.sd, 4) + "," + std::to_string(s.n) + "\n";
+      out += std::string(sched::policyName(p.policy)) + "," + std::to_string(x) + "," + fixed(s.mean, 4) +
+             "," + fixed(s.sd, 4) + "," + std::to_string(s.n) + "\n";
     }
   }
   return out;
@@ -229,30 +232,32 @@ std::string renderSvg(const Report& report) {
   const char* colors[] = {"#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd",
                           "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
   std::string svg =
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1060\" height=\"460\" font-family=\"sans-serif\" "
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1200\" height=\"440\" font-family=\"sans-serif\" "
       "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"450\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">GPU allocation against arrived workload (" +
+      "<text x=\"450\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">GPU allocation against arrived "
+      "workload (" +
       xmlEscape(seedRange(report)) + ", mean)</text>\n";
   std::vector<std::map<int, Spread>> curves;
   for (const PolicyRuns& p : report.policies) curves.push_back(meanCurve(p, top));
   for (const Panel& pn : panels) {
     auto sx = [&](double x) { return pn.left + (x - pn.x0) / (pn.x1 - pn.x0) * pn.width; };
     auto sy = [&](double y) { return plot_top + plot_h - (y - pn.y0) / (pn.y1 - pn.y0) * plot_h; };
-    svg += "<text x=\"" + fixed(pn.left + pn.width / 2, 0) + "\" y=\"44\" text-anchor=\"middle\">" + pn.title + "</text>\n";
-    svg += "<rect x=\"" + fixed(pn.left, 1) + "\" y=\"" + fixed(plot_top, 1) + "\" width=\"" + fixed(pn.width, 1) +
-           "\" height=\"" + fixed(plot_h, 1) + "\" fill=\"none\" stroke=\"#333\"/>\n";
+    svg += "<text x=\"" + fixed(pn.left + pn.width / 2, 0) + "\" y=\"44\" text-anchor=\"middle\">" +
+           pn.title + "</text>\n";
+    svg += "<rect x=\"" + fixed(pn.left, 1) + "\" y=\"" + fixed(plot_top, 1) + "\" width=\"" +
+           fixed(pn.width, 1) + "\" height=\"" + fixed(plot_h, 1) + "\" fill=\"none\" stroke=\"#333\"/>\n";
     const double xstep = (pn.x1 - pn.x0) > 60 ? 20 : 10, ystep = (pn.y1 - pn.y0) > 40 ? 20 : 5;
     for (double x = pn.x0; x <= pn.x1 + 1e-9; x += xstep) {
-      svg += "<line x1=\"" + fixed(sx(x), 1) + "\" y1=\"" + fixed(plot_top, 1) + "\" x2=\"" + fixed(sx(x), 1) +
-             "\" y2=\"" + fixed(plot_top + plot_h, 1) + "\" stroke=\"#eee\"/>\n";
+      svg += "<line x1=\"" + fixed(sx(x), 1) + "\" y1=\"" + fixed(plot_top, 1) + "\" x2=\"" +
+             fixed(sx(x), 1) + "\" y2=\"" + fixed(plot_top + plot_h, 1) + "\" stroke=\"#eee\"/>\n";
       svg += "<text x=\"" + fixed(sx(x), 1) + "\" y=\"" + fixed(plot_top + plot_h + 16, 1) +
              "\" text-anchor=\"middle\">" + fixed(x, 0) + "</text>\n";
     }
     for (double y = pn.y0; y <= pn.y1 + 1e-9; y += ystep) {
-      svg += "<line x1=\"" + fixed(pn.left, 1) + "\" y1=\"" + fixed(sy(y), 1) + "\" x2=\"" + fixed(pn.left + pn.width, 1) +
-             "\" y2=\"" + fixed(sy(y), 1) + "\" stroke=\"#eee\"/>\n";
-      svg += "<text x=\"" + fixed(pn.left - 6, 1) + "\" y=\"" + fixed(sy(y) + 4, 1) + "\" text-anchor=\"end\">" +
-             fixed(y, 0) + "</text>\n";
+      svg += "<line x1=\"" + fixed(pn.left, 1) + "\" y1=\"" + fixed(sy(y), 1) + "\" x2=\"" +
+             fixed(pn.left + pn.width, 1) + "\" y2=\"" + fixed(sy(y), 1) + "\" stroke=\"#eee\"/>\n";
+      svg += "<text x=\"" + fixed(pn.left - 6, 1) + "\" y=\"" + fixed(sy(y) + 4, 1) +
+             "\" text-anchor=\"end\">" + fixed(y, 0) + "</text>\n";
     }
     svg += "<text x=\"" + fixed(pn.left + pn.width / 2, 0) + "\" y=\"" + fixed(plot_top + plot_h + 34, 0) +
            "\" text-anchor=\"middle\">arrived workload, % of GPU capacity</text>\n";
@@ -264,8 +269,8 @@ std::string renderSvg(const Report& report) {
         if (x < pn.x0 || x > pn.x1 || s.mean < pn.y0) continue;
         points += fixed(sx(x), 1) + "," + fixed(sy(std::min(s.mean, pn.y1)), 1) + " ";
       }
-      svg += "<polyline fill=\"none\" stroke-width=\"1.8\" stroke=\"" + std::string(colors[i % 10]) + "\" points=\"" +
-             points + "\"/>\n";
+      svg += "<polyline fill=\"none\" stroke-width=\"1.8\" stroke=\"" + std::string(colors[i % 10]) +
+             "\" points=\"" + points + "\"/>\n";
     }
   }
   // Legend, with each policy's unallocated % at the first reported point.
@@ -275,11 +280,13 @@ std::string renderSvg(const Report& report) {
     std::string label = sched::policyName(p.policy);
     if (!report.points.empty()) {
       std::vector<double> v = unallocatedAt(p, report.points.front());
-      if (!v.empty()) label += " (" + fixed(spreadOf(v).mean, 2) + "% unallocated @" + std::to_string(report.points.front()) + "%)";
+      if (!v.empty())
+        label += " (" + fixed(spreadOf(v).mean, 2) + "% unallocated @" +
+                 std::to_string(report.points.front()) + "%)";
     }
-    svg += "<line x1=\"900\" y1=\"" + fixed(ly, 0) + "\" x2=\"925\" y2=\"" + fixed(ly, 0) + "\" stroke-width=\"3\" stroke=\"" +
-           std::string(colors[i % 10]) + "\"/>\n<text x=\"930\" y=\"" + fixed(ly + 4, 0) + "\" font-size=\"10\">" +
-           xmlEscape(label) + "</text>\n";
+    svg += "<line x1=\"900\" y1=\"" + fixed(ly, 0) + "\" x2=\"925\" y2=\"" + fixed(ly, 0) +
+           "\" stroke-width=\"3\" stroke=\"" + std::string(colors[i % 10]) + "\"/>\n<text x=\"930\" y=\"" +
+           fixed(ly + 4, 0) + "\" font-size=\"10\">" + xmlEscape(label) + "</text>\n";
     ly += 18;
   }
   svg += "</svg>\n";

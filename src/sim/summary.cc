@@ -53,7 +53,8 @@ std::vector<std::pair<int, double>> allocationCurve(const RunResult& run, int ma
   }
   std::vector<std::pair<int, double>> out;
   for (int x = 0; x <= max_percent; ++x) {
-    if (count[static_cast<size_t>(x)] > 0) out.emplace_back(x, sum[static_cast<size_t>(x)] / count[static_cast<size_t>(x)]);
+    if (count[static_cast<size_t>(x)] > 0)
+      out.emplace_back(x, sum[static_cast<size_t>(x)] / count[static_cast<size_t>(x)]);
   }
   return out;
 }

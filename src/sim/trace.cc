@@ -53,8 +53,9 @@ class CsvReader {
 
   Status checkWidth() const {
     if (cells_.size() != header_.size()) {
-      return invalidArgument(where() + ": has " + std::to_string(cells_.size()) + " cells, but the header has " +
-                             std::to_string(header_.size()) + "; every row needs one cell per column");
+      return invalidArgument(where() + ": has " + std::to_string(cells_.size()) +
+                             " cells, but the header has " + std::to_string(header_.size()) +
+                             "; every row needs one cell per column");
     }
     return Status::ok();
   }
@@ -67,8 +68,9 @@ class CsvReader {
     int64_t v = 0;
     auto [end, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), v);
     if (ec != std::errc() || end != cell.data() + cell.size() || v < lo || v > hi) {
-      return invalidArgument(cellRef(column) + ": \"" + std::string(cell) + "\" must be a whole number from " +
-                             std::to_string(lo) + " to " + std::to_string(hi));
+      return invalidArgument(cellRef(column) + ": \"" + std::string(cell) +
+                             "\" must be a whole number from " + std::to_string(lo) + " to " +
+                             std::to_string(hi));
     }
     return v;
   }
@@ -114,7 +116,8 @@ Result<std::vector<TraceNode>> parseNodeCsv(std::string_view text, const std::st
     TraceNode n;
     n.name = std::string(csv.text("sn"));
     if (n.name.empty()) return invalidArgument(csv.cellRef("sn") + ": the node name is empty");
-    if (!names.insert(n.name).second) return invalidArgument(csv.cellRef("sn") + ": node \"" + n.name + "\" is listed twice");
+    if (!names.insert(n.name).second)
+      return invalidArgument(csv.cellRef("sn") + ": node \"" + n.name + "\" is listed twice");
     auto cpu = csv.integer("cpu_milli", 1, kBig);
     if (!cpu.isOk()) return cpu.status();
     auto mem = csv.integer("memory_mib", 0, kBig);
@@ -137,7 +140,8 @@ Result<std::vector<TraceNode>> parseNodeCsv(std::string_view text, const std::st
 
 Result<std::vector<TracePod>> parsePodCsv(std::string_view text, const std::string& file) {
   CsvReader csv(text, file);
-  if (Status s = csv.readHeader({"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"}); !s.isOk()) return s;
+  if (Status s = csv.readHeader({"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"}); !s.isOk())
+    return s;
   std::vector<TracePod> pods;
   std::set<std::string> names;
   while (csv.next()) {
@@ -145,7 +149,8 @@ Result<std::vector<TracePod>> parsePodCsv(std::string_view text, const std::stri
     TracePod p;
     p.name = std::string(csv.text("name"));
     if (p.name.empty()) return invalidArgument(csv.cellRef("name") + ": the pod name is empty");
-    if (!names.insert(p.name).second) return invalidArgument(csv.cellRef("name") + ": pod \"" + p.name + "\" is listed twice");
+    if (!names.insert(p.name).second)
+      return invalidArgument(csv.cellRef("name") + ": pod \"" + p.name + "\" is listed twice");
     auto cpu = csv.integer("cpu_milli", 0, kBig);
     if (!cpu.isOk()) return cpu.status();
     auto mem = csv.integer("memory_mib", 0, kBig);
@@ -162,8 +167,8 @@ Result<std::vector<TracePod>> parsePodCsv(std::string_view text, const std::stri
       p.gpu_milli = 0;
     } else {
       if (p.gpu_milli == 0) {
-        return invalidArgument(csv.cellRef("gpu_milli") + ": a pod with num_gpu " + std::to_string(p.num_gpu) +
-                               " needs gpu_milli from 1 to 1000 (per GPU)");
+        return invalidArgument(csv.cellRef("gpu_milli") + ": a pod with num_gpu " +
+                               std::to_string(p.num_gpu) + " needs gpu_milli from 1 to 1000 (per GPU)");
       }
       if (csv.has("gpu_spec")) p.gpu_spec = std::string(csv.text("gpu_spec"));
     }

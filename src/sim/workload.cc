@@ -4,15 +4,17 @@
 
 namespace troupe::sim {
 
-RunPlan planRun(const std::vector<TracePod>& pods, int node_count, int64_t capacity_milli,
-                int64_t seed, double tune_ratio) {
+RunPlan planRun(const std::vector<TracePod>& pods, int node_count, int64_t capacity_milli, int64_t seed,
+                double tune_ratio) {
   RunPlan plan{{}, {}, GoRandom(seed), 0};
   GoRandom& rng = plan.random;
   rng.int63();
   const int n = static_cast<int>(pods.size());
   plan.order.resize(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) plan.order[static_cast<size_t>(i)] = i;
-  rng.shuffle(n, [&](int i, int j) { std::swap(plan.order[static_cast<size_t>(i)], plan.order[static_cast<size_t>(j)]); });
+  rng.shuffle(n, [&](int i, int j) {
+    std::swap(plan.order[static_cast<size_t>(i)], plan.order[static_cast<size_t>(j)]);
+  });
   int64_t total = 0;
   bool any_gpu = false;
   for (const TracePod& p : pods) {

@@ -9,7 +9,7 @@ import subprocess
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-E2E_DIR = os.path.join(ROOT, "build", "e2e")
+E2E_DIR = os.environ.get("TROUPE_E2E_DIR") or os.path.join(ROOT, "build", "e2e")  # as scripts/lib-e2e.sh
 STATE_FILE = os.path.join(E2E_DIR, "state.env")
 KUBECONFIG = os.path.join(E2E_DIR, "kubeconfig")
 SCRIPTS = os.path.join(ROOT, "scripts")

@@ -2,12 +2,11 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
-
-#include <catch2/catch.hpp>
 
 namespace {
 
@@ -63,7 +62,8 @@ TEST_CASE("usage errors exit 2 and name the problem", "[cli]") {
 }
 
 TEST_CASE("config and cluster errors name the file, line and key", "[cli][config]") {
-  std::string cfg = tempFile("config.yaml", "listen: 127.0.0.1:1\npolicy:\n  name: troupe\n  wieghts: {pack: 1}\n");
+  std::string cfg =
+      tempFile("config.yaml", "listen: 127.0.0.1:1\npolicy:\n  name: troupe\n  wieghts: {pack: 1}\n");
   Run r = troupe("serve --config " + cfg);
   CHECK(r.code == 2);
   CHECK(r.output.find(cfg + ":4: policy.wieghts: unknown key") != std::string::npos);

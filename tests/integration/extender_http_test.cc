@@ -1,15 +1,14 @@
 // The extender over real HTTP: a cpprestsdk listener on loopback, driven by a real client.
-#include <sys/socket.h>
+#include <cpprest/http_client.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <catch2/catch.hpp>
-#include <cpprest/http_client.h>
-#include <nlohmann/json.hpp>
 
 #include "adapters/http/extender_server.h"
 #include "support/fixtures.h"
@@ -43,8 +42,7 @@ struct Served {
   int port = freePort();
   troupe::http::ExtenderServer server{"127.0.0.1", port, handler, logger};
 
-  explicit Served(troupe::http::HandlerOptions options = {})
-      : handler(options, scheduler, metrics, logger) {
+  explicit Served(troupe::http::HandlerOptions options = {}) : handler(options, scheduler, metrics, logger) {
     for (const char* name : {"gpu-node-a1", "gpu-node-a2", "gpu-node-a3"}) {
       REQUIRE(scheduler.upsertNode(gpuNode(name, 8)).isOk());
     }
@@ -77,7 +75,8 @@ TEST_CASE("health, readiness and metrics answer over HTTP", "[http]") {
   auto metrics = s.call("GET", "/metrics");
   CHECK(metrics.status == 200);
   CHECK(metrics.body.find("troupe_build_info{version=\"test\"} 1") != std::string::npos);
-  CHECK(metrics.body.find("troupe_gpus{product=\"NVIDIA-H100-80GB-HBM3\",state=\"total\"} 24") != std::string::npos);
+  CHECK(metrics.body.find("troupe_gpus{product=\"NVIDIA-H100-80GB-HBM3\",state=\"total\"} 24") !=
+        std::string::npos);
   CHECK(s.call("GET", "/nope").status == 404);
   CHECK(s.call("GET", "/filter").status == 405);
 }
@@ -102,8 +101,8 @@ TEST_CASE("the real kube-scheduler filter fixture round-trips over HTTP", "[http
   CHECK(json["Error"] == "");
   CHECK(json["NodeNames"].size() == 4);
 
-  auto prio = s.call("POST", "/prioritize",
-                     *readFile(*dir + "/fixtures/kube-scheduler/prioritize-nodecache.json"));
+  auto prio =
+      s.call("POST", "/prioritize", *readFile(*dir + "/fixtures/kube-scheduler/prioritize-nodecache.json"));
   REQUIRE(prio.status == 200);
   auto scores = nlohmann::json::parse(prio.body);
   REQUIRE(scores.is_array());
@@ -129,7 +128,8 @@ TEST_CASE("malformed and oversized bodies get 4xx with a message, and the server
   Served s(options);
   auto bad = s.call("POST", "/filter", "this is not json");
   CHECK(bad.status == 400);
-  CHECK(nlohmann::json::parse(bad.body)["error"].get<std::string>().find("not valid JSON") != std::string::npos);
+  CHECK(nlohmann::json::parse(bad.body)["error"].get<std::string>().find("not valid JSON") !=
+        std::string::npos);
 
   auto no_pod = s.call("POST", "/filter", R"({"NodeNames":["a"]})");
   CHECK(no_pod.status == 400);
@@ -145,15 +145,18 @@ TEST_CASE("malformed and oversized bodies get 4xx with a message, and the server
 
   CHECK(s.call("GET", "/healthz").status == 200);
   auto metrics = s.call("GET", "/metrics").body;
-  CHECK(metrics.find("troupe_extender_requests_total{outcome=\"bad_request\",verb=\"filter\"} 3") != std::string::npos);
+  CHECK(metrics.find("troupe_extender_requests_total{outcome=\"bad_request\",verb=\"filter\"} 3") !=
+        std::string::npos);
 }
 
 TEST_CASE("a 16-GPU pod gets every node unresolvable with a reason over HTTP", "[http]") {
   Served s;
   nlohmann::json req = {
-      {"Pod", {{"metadata", {{"name", "big"}, {"namespace", "ml"}, {"uid", "u-big"}}},
-               {"spec", {{"containers", {{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", "16"}}}}}}}}}},
-               {"status", nlohmann::json::object()}}},
+      {"Pod",
+       {{"metadata", {{"name", "big"}, {"namespace", "ml"}, {"uid", "u-big"}}},
+        {"spec",
+         {{"containers", {{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", "16"}}}}}}}}}},
+        {"status", nlohmann::json::object()}}},
       {"Nodes", nullptr},
       {"NodeNames", {"gpu-node-a1", "gpu-node-a2", "gpu-node-b1"}}};
   auto reply = s.call("POST", "/filter", req.dump());
@@ -169,7 +172,8 @@ TEST_CASE("a 16-GPU pod gets every node unresolvable with a reason over HTTP", "
 
 TEST_CASE("many concurrent connections get consistent answers", "[http][concurrency]") {
   Served s;
-  const std::string body = R"({"Pod":{"metadata":{"name":"p","namespace":"ml","uid":"u1"},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"2"}}}]},"status":{}},"Nodes":null,"NodeNames":["gpu-node-a1","gpu-node-b1","unknown"]})";
+  const std::string body =
+      R"({"Pod":{"metadata":{"name":"p","namespace":"ml","uid":"u1"},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"2"}}}]},"status":{}},"Nodes":null,"NodeNames":["gpu-node-a1","gpu-node-b1","unknown"]})";
   std::atomic<int> good{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
@@ -206,12 +210,16 @@ TEST_CASE("gang binds over HTTP wait at the barrier and are answered together", 
   Served s;
   auto memberBody = [](int i) {
     nlohmann::json pod = {
-        {"metadata", {{"name", "w-" + std::to_string(i)}, {"namespace", "ml"}, {"uid", "uw-" + std::to_string(i)},
-                      {"annotations", {{"troupe.dev/gang", "train"}, {"troupe.dev/gang-size", "3"}}}}},
+        {"metadata",
+         {{"name", "w-" + std::to_string(i)},
+          {"namespace", "ml"},
+          {"uid", "uw-" + std::to_string(i)},
+          {"annotations", {{"troupe.dev/gang", "train"}, {"troupe.dev/gang-size", "3"}}}}},
         {"spec", {{"containers", {{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", "4"}}}}}}}}}},
         {"status", nlohmann::json::object()}};
-    return nlohmann::json{{"Pod", pod}, {"Nodes", nullptr},
-                          {"NodeNames", {"gpu-node-a1", "gpu-node-a2", "gpu-node-a3"}}}.dump();
+    return nlohmann::json{
+        {"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"gpu-node-a1", "gpu-node-a2", "gpu-node-a3"}}}
+        .dump();
   };
   std::vector<std::string> planned;
   for (int i = 0; i < 3; ++i) {
@@ -225,16 +233,19 @@ TEST_CASE("gang binds over HTTP wait at the barrier and are answered together", 
   std::vector<std::thread> binds;
   for (int i = 0; i < 2; ++i) {
     binds.emplace_back([&, i] {
-      nlohmann::json b = {{"PodName", "w-" + std::to_string(i)}, {"PodNamespace", "ml"},
-                          {"PodUID", "uw-" + std::to_string(i)}, {"Node", planned[static_cast<size_t>(i)]}};
+      nlohmann::json b = {{"PodName", "w-" + std::to_string(i)},
+                          {"PodNamespace", "ml"},
+                          {"PodUID", "uw-" + std::to_string(i)},
+                          {"Node", planned[static_cast<size_t>(i)]}};
       errors[static_cast<size_t>(i)] = nlohmann::json::parse(s.call("POST", "/bind", b.dump()).body)["Error"];
       ++answered;
     });
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  CHECK(answered.load() == 0);  // two of three members: held at the barrier
+  CHECK(answered.load() == 0);                     // two of three members: held at the barrier
   CHECK(s.call("GET", "/healthz").status == 200);  // and the server still answers others
-  nlohmann::json last = {{"PodName", "w-2"}, {"PodNamespace", "ml"}, {"PodUID", "uw-2"}, {"Node", planned[2]}};
+  nlohmann::json last = {
+      {"PodName", "w-2"}, {"PodNamespace", "ml"}, {"PodUID", "uw-2"}, {"Node", planned[2]}};
   errors[2] = nlohmann::json::parse(s.call("POST", "/bind", last.dump()).body)["Error"];
   for (auto& t : binds) t.join();
   CHECK(answered.load() == 2);

@@ -27,8 +27,7 @@ std::optional<std::string> readFile(const std::string& path) {
   return ss.str();
 }
 
-model::NodeFacts gpuNode(const std::string& name, int gpus, const std::string& product,
-                         int64_t memory_mib) {
+model::NodeFacts gpuNode(const std::string& name, int gpus, const std::string& product, int64_t memory_mib) {
   model::NodeFacts f;
   f.name = name;
   f.labels[model::kLabelGpuProduct] = product;

@@ -19,8 +19,7 @@ std::optional<std::string> readFile(const std::string& path);
 
 // A node with `gpus` GPUs of `product` (memory in MiB); labels as GPU feature discovery sets.
 model::NodeFacts gpuNode(const std::string& name, int gpus,
-                         const std::string& product = "NVIDIA-H100-80GB-HBM3",
-                         int64_t memory_mib = 81559);
+                         const std::string& product = "NVIDIA-H100-80GB-HBM3", int64_t memory_mib = 81559);
 
 // A pod asking `gpus` whole GPUs through nvidia.com/gpu limits, with extra annotations.
 sched::PodFacts gpuPod(const std::string& name, int gpus, const sched::StringMap& annotations = {});

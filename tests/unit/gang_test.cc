@@ -1,13 +1,13 @@
 // Gangs: membership parsing, whole-gang planning, holds, the bind barrier, timeouts, turns
 // between gangs and the starvation guard.
+#include "troupe/sched/gang.h"
+
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <set>
 #include <thread>
 
-#include <catch2/catch.hpp>
-
 #include "support/fixtures.h"
-#include "troupe/sched/gang.h"
 #include "troupe/sched/scheduler.h"
 
 using namespace troupe;
@@ -151,7 +151,8 @@ TEST_CASE("gang: the bind barrier releases all members together", "[gang]") {
   for (int i = 0; i < 3; ++i) planned[i] = s.filter(member("g", i, 4, 3), names).passed.at(0);
   BindProbe probes[3];
   for (int i = 0; i < 2; ++i) {
-    s.bind("uid-g-" + std::to_string(i), "default", "g-" + std::to_string(i), planned[i], probes[i].callback());
+    s.bind("uid-g-" + std::to_string(i), "default", "g-" + std::to_string(i), planned[i],
+           probes[i].callback());
     CHECK(probes[i].calls == 0);  // waits for the others
   }
   CHECK_FALSE(s.allocationOf("uid-g-0"));
@@ -215,7 +216,8 @@ TEST_CASE("gang: two gangs wanting 60% each never split the cluster", "[gang]") 
   BindProbe probes[3];
   for (int i = 0; i < 3; ++i) nodes_a.push_back(s.filter(member("a", i, 8, 3), names).passed.at(0));
   for (int i = 0; i < 3; ++i) {
-    s.bind("uid-a-" + std::to_string(i), "default", "a-" + std::to_string(i), nodes_a[i], probes[i].callback());
+    s.bind("uid-a-" + std::to_string(i), "default", "a-" + std::to_string(i), nodes_a[i],
+           probes[i].callback());
   }
   for (auto& p : probes) REQUIRE(p.result->isOk());
   CHECK(s.filter(member("b", 0, 8, 3), names).passed.empty());
@@ -234,7 +236,8 @@ TEST_CASE("gang: a barrier timeout fails every waiting member and frees the GPUs
   for (int i = 0; i < 4; ++i) planned.push_back(s.filter(member("g", i, 2, 4), names).passed.at(0));
   BindProbe probes[3];
   for (int i = 0; i < 3; ++i) {
-    s.bind("uid-g-" + std::to_string(i), "default", "g-" + std::to_string(i), planned[i], probes[i].callback());
+    s.bind("uid-g-" + std::to_string(i), "default", "g-" + std::to_string(i), planned[i],
+           probes[i].callback());
   }
   clock.advance(std::chrono::seconds(29));
   s.tick();
@@ -334,13 +337,14 @@ TEST_CASE("gang: concurrent binds of many members", "[gang][concurrency]") {
   const auto names = nodeNames(8);
   const int members = 16;  // 16 x 4 GPUs = the whole cluster
   std::vector<std::string> planned;
-  for (int i = 0; i < members; ++i) planned.push_back(s.filter(member("g", i, 4, members), names).passed.at(0));
+  for (int i = 0; i < members; ++i)
+    planned.push_back(s.filter(member("g", i, 4, members), names).passed.at(0));
   std::vector<BindProbe> probes(members);
   std::vector<std::thread> threads;
   for (int i = 0; i < members; ++i) {
     threads.emplace_back([&, i] {
-      s.bind("uid-g-" + std::to_string(i), "default", "g-" + std::to_string(i), planned[static_cast<size_t>(i)],
-             probes[static_cast<size_t>(i)].callback());
+      s.bind("uid-g-" + std::to_string(i), "default", "g-" + std::to_string(i),
+             planned[static_cast<size_t>(i)], probes[static_cast<size_t>(i)].callback());
     });
   }
   for (auto& t : threads) t.join();

@@ -1,9 +1,10 @@
 // Whole-GPU set selection: optimality against brute force on every free mask, the documented
 // tie-break order, memo consistency, and go-gpuallocator parity on the DGX-1 V100.
-#include <catch2/catch.hpp>
+#include "troupe/model/gpu_selection.h"
 
 #include <algorithm>
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -12,7 +13,6 @@
 #include <vector>
 
 #include "troupe/common/strings.h"
-#include "troupe/model/gpu_selection.h"
 #include "troupe/model/topology.h"
 
 namespace {
@@ -34,10 +34,10 @@ struct Named {
 std::vector<Named> smallTopologies() {
   std::vector<Named> out;
   const std::pair<const char*, int> profiles[] = {
-      {"hgx-b200-8", 8},  {"hgx-h200-8", 8},      {"hgx-h100-8", 8},     {"hgx-a100-8", 8},
-      {"dgx1-v100-8", 8}, {"pcie-8", 8},          {"pcie-4", 4},         {"pcie-nvbridge-8", 8},
-      {"pcie-nvbridge-4", 4}, {"pcie-1", 1},      {"pcie-2", 2},         {"pcie-3", 3},
-      {"pcie-5", 5},      {"pcie-6", 6},          {"pcie-7", 7},
+      {"hgx-b200-8", 8},      {"hgx-h200-8", 8}, {"hgx-h100-8", 8}, {"hgx-a100-8", 8},
+      {"dgx1-v100-8", 8},     {"pcie-8", 8},     {"pcie-4", 4},     {"pcie-nvbridge-8", 8},
+      {"pcie-nvbridge-4", 4}, {"pcie-1", 1},     {"pcie-2", 2},     {"pcie-3", 3},
+      {"pcie-5", 5},          {"pcie-6", 6},     {"pcie-7", 7},
   };
   for (const auto& [name, gpus] : profiles) {
     auto t = troupe::model::makeProfile(name, gpus);
@@ -165,13 +165,20 @@ std::optional<RefChoice> reference(const GpuTopology& t, uint32_t free, int k, b
     const double in = refInternal(t, m);
     bool wins = best.bottleneck < 0;
     if (!wins) {
-      if (b > best.bottleneck + kEps) wins = true;
-      else if (b < best.bottleneck - kEps) wins = false;
-      else if (left > best_left + kEps) wins = true;
-      else if (left < best_left - kEps) wins = false;
-      else if (in > best_internal + kEps) wins = true;
-      else if (in < best_internal - kEps) wins = false;
-      else wins = refLexLess(m, best.mask);
+      if (b > best.bottleneck + kEps)
+        wins = true;
+      else if (b < best.bottleneck - kEps)
+        wins = false;
+      else if (left > best_left + kEps)
+        wins = true;
+      else if (left < best_left - kEps)
+        wins = false;
+      else if (in > best_internal + kEps)
+        wins = true;
+      else if (in < best_internal - kEps)
+        wins = false;
+      else
+        wins = refLexLess(m, best.mask);
     }
     if (wins) {
       best = {m, b};
@@ -201,8 +208,14 @@ TEST_CASE("gpu selection: mask helpers and binomial", "[selection]") {
   CHECK(troupe::model::indicesToMask({0, 3, 7}) == 0x89u);
   CHECK(troupe::model::indicesToMask({}) == 0u);
   const std::pair<std::pair<int, int>, int64_t> binomials[] = {
-      {{8, 4}, 70}, {{8, 0}, 1}, {{8, 8}, 1}, {{8, 9}, 0}, {{8, -1}, 0},
-      {{16, 8}, 12870}, {{5, 2}, 10}, {{62, 31}, 465428353255261088LL},
+      {{8, 4}, 70},
+      {{8, 0}, 1},
+      {{8, 8}, 1},
+      {{8, 9}, 0},
+      {{8, -1}, 0},
+      {{16, 8}, 12870},
+      {{5, 2}, 10},
+      {{62, 31}, 465428353255261088LL},
       {{64, 32}, 1832624140942590534LL},                 // exact: no intermediate overflow
       {{100, 50}, std::numeric_limits<int64_t>::max()},  // saturates instead of wrapping
   };
@@ -259,18 +272,17 @@ TEST_CASE("gpu selection: the bottleneck is optimal for every free mask and size
           const double ideal = t.bestBottleneck(k);
           const double want_quality = ideal > 0 ? std::min(1.0, want / ideal) : 1.0;
           const uint32_t m = static_cast<uint32_t>(got->mask);
-          const bool ok = got->mask <= all && (m & ~free) == 0 && std::popcount(m) == k &&
-                          std::abs(got->bottleneck - want) < 1e-6 &&
-                          std::abs(refBottleneck(t, m) - want) < 1e-6 &&
-                          (!one_domain ||
-                           (m & ~static_cast<uint32_t>(t.domainOf(std::countr_zero(m)))) == 0) &&
-                          std::abs(got->quality - want_quality) < 1e-9 &&
-                          got->leftover >= 0 && got->leftover <= 1.0 + 1e-12;
+          const bool ok =
+              got->mask <= all && (m & ~free) == 0 && std::popcount(m) == k &&
+              std::abs(got->bottleneck - want) < 1e-6 && std::abs(refBottleneck(t, m) - want) < 1e-6 &&
+              (!one_domain || (m & ~static_cast<uint32_t>(t.domainOf(std::countr_zero(m)))) == 0) &&
+              std::abs(got->quality - want_quality) < 1e-9 && got->leftover >= 0 &&
+              got->leftover <= 1.0 + 1e-12;
           if (!ok) {
             FAIL_CHECK(n.name << " free=" << free << " k=" << k << " one_domain=" << one_domain
                               << ": got mask " << got->mask << " bottleneck " << got->bottleneck
-                              << " quality " << got->quality << ", best possible " << want
-                              << " (top link " << top << ")");
+                              << " quality " << got->quality << ", best possible " << want << " (top link "
+                              << top << ")");
           }
         }
       }
@@ -294,9 +306,8 @@ TEST_CASE("gpu selection: ties break by leftover, internal bandwidth, lowest ind
           REQUIRE(want.has_value() == got.has_value());
           if (!want) continue;
           if (got->mask != want->mask && ++mismatches <= 5) {
-            FAIL_CHECK(n.name << " free=" << free << " k=" << k << " one_domain=" << one_domain
-                              << ": chose " << got->mask << ", documented order gives "
-                              << want->mask);
+            FAIL_CHECK(n.name << " free=" << free << " k=" << k << " one_domain=" << one_domain << ": chose "
+                              << got->mask << ", documented order gives " << want->mask);
           }
         }
       }
@@ -315,11 +326,10 @@ TEST_CASE("gpu selection: the memo returns what a fresh search returns", "[selec
           for (bool one_domain : {false, true}) {
             auto memo = chooseWholeGpus(t, free, k, one_domain);
             auto fresh = searchWholeGpus(t, free, k, one_domain);
-            const bool same = memo.has_value() == fresh.has_value() &&
-                              (!memo || (memo->mask == fresh->mask &&
-                                         memo->bottleneck == fresh->bottleneck &&
-                                         memo->quality == fresh->quality &&
-                                         memo->leftover == fresh->leftover));
+            const bool same =
+                memo.has_value() == fresh.has_value() &&
+                (!memo || (memo->mask == fresh->mask && memo->bottleneck == fresh->bottleneck &&
+                           memo->quality == fresh->quality && memo->leftover == fresh->leftover));
             if (!same) {
               FAIL_CHECK(n.name << " pass " << pass << " free=" << free << " k=" << k
                                 << " one_domain=" << one_domain << ": memo and search differ");
@@ -361,10 +371,11 @@ TEST_CASE("gpu selection: DGX-1 V100 matches go-gpuallocator besteffort", "[sele
   }
 }
 
-TEST_CASE("gpu selection: one_domain keeps the set inside an NVLink domain even when slower",
-          "[selection]") {
-  auto t = troupe::model::topologyFromMatrix({{"X", "NV1", "PIX", "SYS"}, {"NV1", "X", "SYS", "PIX"},
-                                              {"PIX", "SYS", "X", "NV1"}, {"SYS", "PIX", "NV1", "X"}},
+TEST_CASE("gpu selection: one_domain keeps the set inside an NVLink domain even when slower", "[selection]") {
+  auto t = troupe::model::topologyFromMatrix({{"X", "NV1", "PIX", "SYS"},
+                                              {"NV1", "X", "SYS", "PIX"},
+                                              {"PIX", "SYS", "X", "NV1"},
+                                              {"SYS", "PIX", "NV1", "X"}},
                                              25.0, 32.0);
   REQUIRE(t.isOk());
   auto any = chooseWholeGpus(t.value(), 0xF, 2, false);

@@ -1,7 +1,6 @@
 // Binding through a fake API server: the annotation and the Binding, idempotent retries,
 // concurrent binds, and what stays held after each kind of failure.
 #include <catch2/catch.hpp>
-
 #include <set>
 #include <sstream>
 #include <thread>
@@ -17,6 +16,7 @@
 
 namespace {
 
+using nlohmann::json;
 using troupe::Code;
 using troupe::http::BindingArgs;
 using troupe::kube::ApiErrorKind;
@@ -29,7 +29,6 @@ using troupe::kube::replyFromHttp;
 using troupe::kube::testing::FakeApi;
 using troupe::kube::testing::podJson;
 using troupe::kube::testing::toKube;
-using nlohmann::json;
 
 struct World {
   std::ostringstream log;
@@ -80,7 +79,8 @@ TEST_CASE("binder: annotation, then Binding, then an Event", "[kube][binder]") {
   auto calls = w.api.calls();
   std::vector<std::string> writes;
   for (const auto& c : calls) {
-    if (c.method != "GET") writes.push_back(c.method + (c.path.find("/binding") != std::string::npos ? " binding" : ""));
+    if (c.method != "GET")
+      writes.push_back(c.method + (c.path.find("/binding") != std::string::npos ? " binding" : ""));
   }
   REQUIRE(writes.size() >= 2);
   CHECK(writes[0] == "PATCH");
@@ -128,12 +128,13 @@ TEST_CASE("binder: a retried bind is idempotent", "[kube][binder]") {
   CHECK(refused.status().message().find("already bound to node n1") != std::string::npos);
 }
 
-TEST_CASE("binder: concurrent binds to one node never share a GPU", "[kube][binder]") {
+TEST_CASE("binder: concurrent binds to one node never share a GPU", "[kube][binder][concurrency]") {
   World w;
   w.binder.start();
   std::vector<BindingArgs> args;
   for (int i = 0; i < 8; ++i) args.push_back(w.pod("p" + std::to_string(i), 1));
-  std::vector<troupe::Result<troupe::model::Allocation>> results(args.size(), troupe::internalError("not run"));
+  std::vector<troupe::Result<troupe::model::Allocation>> results(args.size(),
+                                                                 troupe::internalError("not run"));
   std::vector<std::thread> threads;
   for (size_t i = 0; i < args.size(); ++i) {
     threads.emplace_back([&, i] { results[i] = w.binder.bind(args[i]); });
@@ -194,10 +195,11 @@ TEST_CASE("binder: failures leave no GPU held", "[kube][binder]") {
   }
   SECTION("the annotation patch fails") {
     BindingArgs b = w.pod("patch", 2);
-    w.api.setHook([](const std::string& m, const std::string&, const std::string&) -> std::optional<ApiReply> {
-      if (m == "PATCH") return replyFromHttp(403, R"({"message":"forbidden"})");
-      return std::nullopt;
-    });
+    w.api.setHook(
+        [](const std::string& m, const std::string&, const std::string&) -> std::optional<ApiReply> {
+          if (m == "PATCH") return replyFromHttp(403, R"({"message":"forbidden"})");
+          return std::nullopt;
+        });
     auto r = w.binder.bind(b);
     REQUIRE_FALSE(r.isOk());
     CHECK(r.status().message().find("rbac.yaml") != std::string::npos);
@@ -205,25 +207,27 @@ TEST_CASE("binder: failures leave no GPU held", "[kube][binder]") {
   }
   SECTION("the pod is deleted between the annotation and the Binding") {
     BindingArgs b = w.pod("race", 2);
-    w.api.setHook([&w](const std::string& m, const std::string& path, const std::string&) -> std::optional<ApiReply> {
-      if (m == "POST" && path.find("/binding") != std::string::npos) w.api.deletePod("default", "race");
-      return std::nullopt;
-    });
+    w.api.setHook(
+        [&w](const std::string& m, const std::string& path, const std::string&) -> std::optional<ApiReply> {
+          if (m == "POST" && path.find("/binding") != std::string::npos) w.api.deletePod("default", "race");
+          return std::nullopt;
+        });
     auto r = w.binder.bind(b);
     REQUIRE_FALSE(r.isOk());
     CHECK(r.status().code() == Code::kNotFound);
   }
   SECTION("someone else bound it meanwhile") {
     BindingArgs b = w.pod("taken", 2);
-    w.api.setHook([&w](const std::string& m, const std::string& path, const std::string&) -> std::optional<ApiReply> {
-      if (m == "POST" && path.find("/binding") != std::string::npos) {
-        json p = *w.api.pod("default", "taken");
-        p["spec"]["nodeName"] = "n2";
-        p["metadata"]["annotations"].erase("troupe.dev/gpus");
-        w.api.putPod(p);
-      }
-      return std::nullopt;
-    });
+    w.api.setHook(
+        [&w](const std::string& m, const std::string& path, const std::string&) -> std::optional<ApiReply> {
+          if (m == "POST" && path.find("/binding") != std::string::npos) {
+            json p = *w.api.pod("default", "taken");
+            p["spec"]["nodeName"] = "n2";
+            p["metadata"]["annotations"].erase("troupe.dev/gpus");
+            w.api.putPod(p);
+          }
+          return std::nullopt;
+        });
     auto r = w.binder.bind(b);
     REQUIRE_FALSE(r.isOk());
     CHECK(r.status().message().find("bound to node n2") != std::string::npos);
@@ -242,11 +246,12 @@ TEST_CASE("binder: failures leave no GPU held", "[kube][binder]") {
   CHECK(w.binder.unconfirmedCount() == 0);
 }
 
-TEST_CASE("binder: an answer lost after the Binding was sent", "[kube][binder]") {
+TEST_CASE("binder: an answer lost after the Binding was sent", "[kube][binder][concurrency]") {
   World w;
   SECTION("the Binding was created: the read-back confirms it") {
     BindingArgs b = w.pod("lost", 2);
-    w.api.setHook([&w](const std::string& m, const std::string& path, const std::string& body) -> std::optional<ApiReply> {
+    w.api.setHook([&w](const std::string& m, const std::string& path,
+                       const std::string& body) -> std::optional<ApiReply> {
       if (m == "POST" && path.find("/binding") != std::string::npos) {
         json p = *w.api.pod("default", "lost");
         p["spec"]["nodeName"] = json::parse(body)["target"]["name"];
@@ -264,7 +269,8 @@ TEST_CASE("binder: an answer lost after the Binding was sent", "[kube][binder]")
     BindingArgs b = w.pod("dark", 2);
     bool down = true;
     bool bound_for_real = false;
-    w.api.setHook([&](const std::string& m, const std::string& path, const std::string& body) -> std::optional<ApiReply> {
+    w.api.setHook([&](const std::string& m, const std::string& path,
+                      const std::string& body) -> std::optional<ApiReply> {
       if (m == "POST" && path.find("/binding") != std::string::npos) {
         if (bound_for_real) {
           json p = *w.api.pod("default", "dark");

@@ -1,14 +1,14 @@
 // Kubeconfig and in-cluster configuration: contexts, CA data and files, client certificates,
 // tokens (and their rotation), insecure-skip-tls-verify, and the errors for bad input.
-#include <catch2/catch.hpp>
+#include "adapters/kube/kube_config.h"
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "adapters/kube/api_client.h"
-#include "adapters/kube/kube_config.h"
 #include "kube_test_support.h"
 
 namespace {
@@ -44,19 +44,22 @@ std::string config(const std::string& cluster, const std::string& user, const st
          "- name: main\n  context: {cluster: c1, user: u1, namespace: ml}\n"
          "- name: other\n  context: {cluster: c2, user: u1}\n"
          "clusters:\n"
-         "- name: c1\n  cluster:\n" + cluster +
-         "- name: c2\n  cluster:\n    server: https://other.example:6443/\n    insecure-skip-tls-verify: true\n"
+         "- name: c1\n  cluster:\n" +
+         cluster +
+         "- name: c2\n  cluster:\n    server: https://other.example:6443/\n    insecure-skip-tls-verify: "
+         "true\n"
          "users:\n"
-         "- name: u1\n  user:\n" + user;
+         "- name: u1\n  user:\n" +
+         user;
 }
 
 }  // namespace
 
 TEST_CASE("kubeconfig: current context, CA data, static token", "[kube][config]") {
   const auto ca = makeSelfSigned("test-ca");
-  const std::string text = config("    server: https://10.0.0.1:6443\n    certificate-authority-data: " +
-                                      base64(ca.cert_pem) + "\n",
-                                  "    token: abc123\n");
+  const std::string text = config(
+      "    server: https://10.0.0.1:6443\n    certificate-authority-data: " + base64(ca.cert_pem) + "\n",
+      "    token: abc123\n");
   auto ep = parseKubeconfig(text, "kc.yaml", ".");
   INFO(ep.status().message());
   REQUIRE(ep.isOk());
@@ -90,8 +93,8 @@ TEST_CASE("kubeconfig: files relative to the kubeconfig, client certificate and 
   dir.write("token", "file-token\n");
   dir.write("kc.yaml", config("    server: https://127.0.0.1:6443\n    certificate-authority: ca.crt\n"
                               "    tls-server-name: kubernetes\n",
-                              "    client-certificate: client.crt\n    client-key: " + (dir.path / "client.key").string() +
-                                  "\n    tokenFile: token\n"));
+                              "    client-certificate: client.crt\n    client-key: " +
+                                  (dir.path / "client.key").string() + "\n    tokenFile: token\n"));
   auto ep = troupe::kube::loadKubeconfig((dir.path / "kc.yaml").string());
   INFO(ep.status().message());
   REQUIRE(ep.isOk());
@@ -132,7 +135,8 @@ TEST_CASE("kubeconfig: errors name the file, the entry and what is wrong", "[kub
   CHECK(error("apiVersion: v1\nkind: Config\n").find("no current-context") != std::string::npos);
   CHECK(error(config("    insecure-skip-tls-verify: true\n", "    token: t\n")).find("has no server") !=
         std::string::npos);
-  CHECK(error(config("    server: ftp://x\n", "    token: t\n")).find("must start with https://") != std::string::npos);
+  CHECK(error(config("    server: ftp://x\n", "    token: t\n")).find("must start with https://") !=
+        std::string::npos);
   CHECK(error(config("    server: https://x\n    certificate-authority-data: '%%%'\n", "    token: t\n"))
             .find("not valid base64") != std::string::npos);
   CHECK(error(config("    server: https://x\n    certificate-authority-data: " + base64("hello") + "\n",
@@ -140,21 +144,25 @@ TEST_CASE("kubeconfig: errors name the file, the entry and what is wrong", "[kub
             .find("holds no PEM certificate") != std::string::npos);
   CHECK(error(config("    server: https://x\n    certificate-authority: missing-ca.crt\n", "    token: t\n"))
             .find("/nonexistent/missing-ca.crt") != std::string::npos);
-  CHECK(error(config("    server: https://x\n    insecure-skip-tls-verify: true\n    certificate-authority-data: " +
-                         base64(ca.cert_pem) + "\n",
-                     "    token: t\n"))
-            .find("insecure-skip-tls-verify") != std::string::npos);
+  CHECK(
+      error(
+          config(
+              "    server: https://x\n    insecure-skip-tls-verify: true\n    certificate-authority-data: " +
+                  base64(ca.cert_pem) + "\n",
+              "    token: t\n"))
+          .find("insecure-skip-tls-verify") != std::string::npos);
   CHECK(error(config("    server: https://x\n    insecure-skip-tls-verify: maybe\n", "    token: t\n"))
             .find("true or false") != std::string::npos);
-  CHECK(error(config("    server: https://x\n", "    exec: {command: aws}\n")).find("exec credential plugin") !=
-        std::string::npos);
+  CHECK(
+      error(config("    server: https://x\n", "    exec: {command: aws}\n")).find("exec credential plugin") !=
+      std::string::npos);
   CHECK(error(config("    server: https://x\n", "    client-certificate-data: " + base64(a.cert_pem) +
-                                                     "\n    client-key-data: " + base64(b.key_pem) + "\n"))
+                                                    "\n    client-key-data: " + base64(b.key_pem) + "\n"))
             .find("does not belong to the certificate") != std::string::npos);
   CHECK(error(config("    server: https://x\n", "    client-certificate-data: " + base64(a.cert_pem) + "\n"))
             .find("without a key") != std::string::npos);
-  CHECK(error(config("    server: https://x\n", "    tokenFile: /nonexistent/token\n")).find("/nonexistent/token") !=
-        std::string::npos);
+  CHECK(error(config("    server: https://x\n", "    tokenFile: /nonexistent/token\n"))
+            .find("/nonexistent/token") != std::string::npos);
 }
 
 TEST_CASE("kubeconfig: a missing file says so", "[kube][config]") {
@@ -225,7 +233,8 @@ TEST_CASE("in-cluster: a missing token or CA is a clear error", "[kube][config]"
 
 TEST_CASE("API replies: kinds, messages and Status codes", "[kube][config]") {
   using troupe::kube::ApiErrorKind;
-  auto r = troupe::kube::replyFromHttp(404, R"({"kind":"Status","message":"pods \"x\" not found","code":404})");
+  auto r =
+      troupe::kube::replyFromHttp(404, R"({"kind":"Status","message":"pods \"x\" not found","code":404})");
   CHECK(r.kind == ApiErrorKind::kNotFound);
   CHECK(r.message.find("pods \"x\" not found") != std::string::npos);
   CHECK(troupe::kube::toStatus(r, "read pod").code() == Code::kNotFound);

@@ -2,7 +2,6 @@
 // troupe.dev/gpus annotation, unknown indices for pods bound by others, release on finish
 // and delete, relists, nodes that arrive after their pods, and idempotence.
 #include <catch2/catch.hpp>
-
 #include <sstream>
 
 #include "adapters/http/logger.h"
@@ -14,6 +13,7 @@
 
 namespace {
 
+using nlohmann::json;
 using troupe::kube::ClusterSync;
 using troupe::kube::decodePod;
 using troupe::kube::Json;
@@ -22,7 +22,6 @@ using troupe::kube::WatchEventType;
 using troupe::kube::testing::nodeJson;
 using troupe::kube::testing::podJson;
 using troupe::kube::testing::toKube;
-using nlohmann::json;
 
 struct World {
   std::ostringstream log;
@@ -31,7 +30,9 @@ struct World {
   ClusterSync sync{scheduler, logger};
 
   void node(const json& n) { sync.nodeHandler().event(WatchEventType::kAdded, toKube(n)); }
-  void pod(const json& p, WatchEventType t = WatchEventType::kModified) { sync.podHandler().event(t, toKube(p)); }
+  void pod(const json& p, WatchEventType t = WatchEventType::kModified) {
+    sync.podHandler().event(t, toKube(p));
+  }
   std::vector<int> gpus(const std::string& uid) {
     auto a = scheduler.allocationOf(uid);
     return a ? a->gpus : std::vector<int>{-1};
@@ -152,7 +153,8 @@ TEST_CASE("kube sync: pods bound by others hold GPUs at unknown indices", "[kube
   CHECK(w.sync.stats().unknown_pods == 3);
 }
 
-TEST_CASE("kube sync: an annotation that overlaps another pod counts as unknown, never twice", "[kube][sync]") {
+TEST_CASE("kube sync: an annotation that overlaps another pod counts as unknown, never twice",
+          "[kube][sync]") {
   World w;
   w.node(nodeJson("n1", 8));
   w.pod(podJson("a", 2, "n1", "0,1"));

@@ -3,6 +3,10 @@
 // JSON builders for pods and nodes; throwaway certificates made with OpenSSL.
 #pragma once
 
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -12,10 +16,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 
 #include "adapters/kube/api_client.h"
 #include "adapters/kube/kube_objects.h"
@@ -37,7 +37,8 @@ inline KeyPair makeSelfSigned(const std::string& cn) {
   X509_gmtime_adj(X509_getm_notAfter(cert), 3600L * 24 * 365);
   X509_set_pubkey(cert, key);
   X509_NAME* name = X509_get_subject_name(cert);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn.c_str()), -1,
+                             -1, 0);
   X509_set_issuer_name(cert, name);
   X509_sign(cert, key, EVP_sha256());
   auto dump = [](auto write) {
@@ -50,7 +51,8 @@ inline KeyPair makeSelfSigned(const std::string& cn) {
     return s;
   };
   out.cert_pem = dump([&](BIO* b) { PEM_write_bio_X509(b, cert); });
-  out.key_pem = dump([&](BIO* b) { PEM_write_bio_PrivateKey(b, key, nullptr, nullptr, 0, nullptr, nullptr); });
+  out.key_pem =
+      dump([&](BIO* b) { PEM_write_bio_PrivateKey(b, key, nullptr, nullptr, 0, nullptr, nullptr); });
   X509_free(cert);
   EVP_PKEY_free(key);
   return out;
@@ -91,7 +93,8 @@ inline json podJson(const std::string& name, int gpus, const std::string& node =
                 {"uid", "uid-" + name},
                 {"resourceVersion", "1"},
                 {"labels", {{"app", "test"}, {"env", "prod"}}},
-                {"managedFields", json::array({{{"manager", "kubectl"}, {"fieldsV1", {{"f:spec", json::object()}}}}})}}},
+                {"managedFields",
+                 json::array({{{"manager", "kubectl"}, {"fieldsV1", {{"f:spec", json::object()}}}}})}}},
               {"spec",
                {{"schedulerName", "troupe-scheduler"},
                 {"containers", json::array({{{"name", "c"},
@@ -104,7 +107,8 @@ inline json podJson(const std::string& name, int gpus, const std::string& node =
   return pod;
 }
 
-inline json nodeJson(const std::string& name, int gpus, const std::string& product = "NVIDIA-H100-80GB-HBM3") {
+inline json nodeJson(const std::string& name, int gpus,
+                     const std::string& product = "NVIDIA-H100-80GB-HBM3") {
   return {{"metadata",
            {{"name", name},
             {"resourceVersion", "1"},
@@ -129,11 +133,12 @@ class FakeApi final : public KubeTransport {
   };
   // Return a reply to answer a request instead of the fake's own logic; nullopt to go on.
   using Hook = std::function<std::optional<ApiReply>(const std::string& method, const std::string& path,
-                                                      const std::string& body)>;
+                                                     const std::string& body)>;
 
   void putPod(const json& pod) {
     std::lock_guard lock(mu_);
-    pods_[pod["metadata"]["namespace"].get<std::string>() + "/" + pod["metadata"]["name"].get<std::string>()] = pod;
+    pods_[pod["metadata"]["namespace"].get<std::string>() + "/" +
+          pod["metadata"]["name"].get<std::string>()] = pod;
   }
   std::optional<json> pod(const std::string& ns, const std::string& name) {
     std::lock_guard lock(mu_);

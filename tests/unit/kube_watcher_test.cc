@@ -1,7 +1,6 @@
 // List-then-watch against a scripted API: pages, resourceVersions, bookmarks, 410 Gone and
 // relists, failures and backoff.
 #include <catch2/catch.hpp>
-
 #include <sstream>
 
 #include "adapters/http/logger.h"
@@ -10,6 +9,7 @@
 
 namespace {
 
+using nlohmann::json;
 using troupe::kube::ApiErrorKind;
 using troupe::kube::Backoff;
 using troupe::kube::Json;
@@ -19,7 +19,6 @@ using troupe::kube::Watcher;
 using troupe::kube::WatchEventType;
 using troupe::kube::WatchHandler;
 using troupe::kube::testing::FakeApi;
-using nlohmann::json;
 
 struct Recorder final : WatchHandler {
   std::vector<std::string> log;
@@ -27,7 +26,9 @@ struct Recorder final : WatchHandler {
   void listed(const Json& o) override { log.push_back("list " + o["metadata"]["name"].get<std::string>()); }
   void endList() override { log.push_back("end"); }
   void event(WatchEventType t, const Json& o) override {
-    const char* name = t == WatchEventType::kAdded ? "ADDED" : t == WatchEventType::kModified ? "MODIFIED" : "DELETED";
+    const char* name = t == WatchEventType::kAdded      ? "ADDED"
+                       : t == WatchEventType::kModified ? "MODIFIED"
+                                                        : "DELETED";
     log.push_back(std::string(name) + " " + o["metadata"]["name"].get<std::string>());
   }
 };
@@ -65,8 +66,9 @@ TEST_CASE("watcher: paged list, then watch from the list's resourceVersion", "[k
   Fixture f;
   f.api.queueList({200, page({"a", "b"}, "100", "tok1")});
   f.api.queueList({200, page({"c"}, "100")});
-  f.api.queueWatch({200, {ev("ADDED", "d", "101"), ev("BOOKMARK", "", "105"), ev("MODIFIED", "a", "107"),
-                          ev("DELETED", "b", "108")}});
+  f.api.queueWatch({200,
+                    {ev("ADDED", "d", "101"), ev("BOOKMARK", "", "105"), ev("MODIFIED", "a", "107"),
+                     ev("DELETED", "b", "108")}});
   Watcher w(f.api, f.config, f.handler, f.logger, [] { return 0.0; });
   REQUIRE(w.step(f.stop));  // the list
   CHECK(w.resourceVersion() == "100");
@@ -87,7 +89,8 @@ TEST_CASE("watcher: paged list, then watch from the list's resourceVersion", "[k
   CHECK(w.stats().events == 3);
 }
 
-TEST_CASE("watcher: a watch resumes from the last resourceVersion after a broken connection", "[kube][watch]") {
+TEST_CASE("watcher: a watch resumes from the last resourceVersion after a broken connection",
+          "[kube][watch]") {
   Fixture f;
   f.api.queueList({200, page({"a"}, "10")});
   f.api.queueWatch({200, {ev("ADDED", "b", "11")}, ApiErrorKind::kTransport});
@@ -104,23 +107,25 @@ TEST_CASE("watcher: a watch resumes from the last resourceVersion after a broken
 TEST_CASE("watcher: 410 Gone relists; an expired continue token restarts the list", "[kube][watch]") {
   Fixture f;
   f.api.queueList({200, page({"a"}, "10")});
-  f.api.queueWatch({200, {ev("ADDED", "b", "11"),
-                          json{{"type", "ERROR"},
-                               {"object", {{"kind", "Status"}, {"code", 410}, {"message", "too old resource version"}}}}
-                              .dump()}});
+  f.api.queueWatch(
+      {200,
+       {ev("ADDED", "b", "11"),
+        json{{"type", "ERROR"},
+             {"object", {{"kind", "Status"}, {"code", 410}, {"message", "too old resource version"}}}}
+            .dump()}});
   f.api.queueList({200, page({"a", "b"}, "50", "tok")});
   f.api.queueList({410, R"({"message":"continue token expired"})"});
   f.api.queueList({200, page({"a", "b"}, "60", "tok2")});
   f.api.queueList({200, page({"c"}, "60")});
-  f.api.queueWatch({410, ""});  // as an HTTP status this time
+  f.api.queueWatch({410, {}, ApiErrorKind::kNone});  // as an HTTP status this time
   Watcher w(f.api, f.config, f.handler, f.logger, [] { return 0.0; });
   REQUIRE(w.step(f.stop));
   REQUIRE(w.step(f.stop));  // the event, then 410
   CHECK(w.resourceVersion().empty());
   REQUIRE(w.step(f.stop));  // relist, restarted once
   CHECK(w.resourceVersion() == "60");
-  CHECK(f.handler.log == std::vector<std::string>{"begin", "list a", "end", "ADDED b", "begin", "list a", "list b",
-                                                  "begin", "list a", "list b", "list c", "end"});
+  CHECK(f.handler.log == std::vector<std::string>{"begin", "list a", "end", "ADDED b", "begin", "list a",
+                                                  "list b", "begin", "list a", "list b", "list c", "end"});
   CHECK_FALSE(w.step(f.stop));  // 410 at once: back off before listing again
   CHECK(w.resourceVersion().empty());
   CHECK(w.stats().gone == 2);
@@ -133,7 +138,7 @@ TEST_CASE("watcher: failures back off exponentially with jitter, capped", "[kube
   CHECK(b.next().count() == 500);
   CHECK(b.next().count() == 1000);
   u = 0.999;
-  CHECK(b.next().count() == 3996);
+  CHECK(b.next().count() == 3998);
   for (int i = 0; i < 10; ++i) b.next();
   CHECK(b.step().count() == 30000);
   u = 0.0;
@@ -142,13 +147,14 @@ TEST_CASE("watcher: failures back off exponentially with jitter, capped", "[kube
   CHECK(b.next().count() == 250);
 }
 
-TEST_CASE("watcher: run() backs off on failures and stops promptly", "[kube][watch]") {
+TEST_CASE("watcher: run() backs off on failures and stops promptly", "[kube][watch][concurrency]") {
   Fixture f;
   f.config.backoff_initial = std::chrono::milliseconds(1);
   f.config.backoff_cap = std::chrono::milliseconds(4);
   f.api.queueList({500, R"({"message":"etcd down"})"});
   f.api.queueList({200, page({"a"}, "10")});
-  f.api.setHook([&f](const std::string&, const std::string&, const std::string&) -> std::optional<troupe::kube::ApiReply> {
+  f.api.setHook([&f](const std::string&, const std::string&,
+                     const std::string&) -> std::optional<troupe::kube::ApiReply> {
     if (f.api.calls().size() >= 2) f.stop.stop();  // during the list that succeeds
     return std::nullopt;
   });

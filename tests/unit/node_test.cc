@@ -1,12 +1,12 @@
 // Nodes: facts -> NodeInfo (nodeFromFacts) and the allocation ledger (NodeState).
-#include <catch2/catch.hpp>
+#include "troupe/model/node.h"
 
 #include <bit>
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
 #include "support/fixtures.h"
-#include "troupe/model/node.h"
 
 namespace {
 
@@ -90,8 +90,10 @@ TEST_CASE("node facts: GPU count, product, memory and profile", "[node]") {
     CHECK(info.topology->size() == 0);
   }
   SECTION("other products get their profiles") {
-    CHECK(mustInfo(gpuNode("b1", 8, "NVIDIA-A100-SXM4-80GB", 81920), catalog).topology->profile() == "hgx-a100-8");
-    CHECK(mustInfo(gpuNode("v", 8, "Tesla-V100-SXM2-16GB", 16384), catalog).topology->profile() == "dgx1-v100-8");
+    CHECK(mustInfo(gpuNode("b1", 8, "NVIDIA-A100-SXM4-80GB", 81920), catalog).topology->profile() ==
+          "hgx-a100-8");
+    CHECK(mustInfo(gpuNode("v", 8, "Tesla-V100-SXM2-16GB", 16384), catalog).topology->profile() ==
+          "dgx1-v100-8");
     CHECK(mustInfo(gpuNode("l", 8, "NVIDIA-L40S", 46068), catalog).topology->profile() == "pcie-8");
   }
   SECTION("cpu, memory and pods quantities") {
@@ -180,7 +182,8 @@ TEST_CASE("node facts: the topology-profile label and the gpu-topology annotatio
     {
       NodeFacts f = gpuNode("n7", 4);
       f.annotations["troupe.dev/gpu-topology"] = R"([["X","NV2"],["NV2","X"]])";
-      cases.push_back({"matrix size differs from GPU count", f, {"troupe.dev/gpu-topology", "2 rows", "4 GPUs"}});
+      cases.push_back(
+          {"matrix size differs from GPU count", f, {"troupe.dev/gpu-topology", "2 rows", "4 GPUs"}});
     }
     {
       NodeFacts f = gpuNode("n8", 2);
@@ -281,7 +284,7 @@ TEST_CASE("node state: GPUs held at unknown indices", "[node]") {
   CHECK(s.wholeFreeCount() == 5);
   CHECK(s.usedMilliTotal() == 3000);
   REQUIRE(s.add(alloc("known", {0, 1, 2, 3, 4, 5})).isOk());
-  CHECK(s.wholeFreeCount() == 0);  // 2 fully free minus 3 unknown, clamped
+  CHECK(s.wholeFreeCount() == 0);     // 2 fully free minus 3 unknown, clamped
   CHECK(s.usedMilliTotal() == 8000);  // never more than capacity
   CHECK(s.remove("ghost"));
   CHECK(s.unknownHeld() == 0);

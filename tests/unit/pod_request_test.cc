@@ -1,11 +1,11 @@
 // The pod contract: parseGpuRequest and parseGpuAssignment.
-#include <catch2/catch.hpp>
+#include "troupe/sched/pod_request.h"
 
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
 #include "support/fixtures.h"
-#include "troupe/sched/pod_request.h"
 
 namespace {
 
@@ -110,7 +110,8 @@ TEST_CASE("pod request: cpu and memory requests are read", "[pod]") {
 
 TEST_CASE("pod request: annotations", "[pod]") {
   SECTION("gpu-model list, trimmed, empty parts dropped") {
-    auto p = troupe::testing::gpuPod("m", 2, {{"troupe.dev/gpu-model", " NVIDIA-H100-80GB-HBM3 ,, nvidia-h200 "}});
+    auto p =
+        troupe::testing::gpuPod("m", 2, {{"troupe.dev/gpu-model", " NVIDIA-H100-80GB-HBM3 ,, nvidia-h200 "}});
     GpuRequest r = mustParse(p);
     CHECK(r.models == std::vector<std::string>{"NVIDIA-H100-80GB-HBM3", "nvidia-h200"});
   }
@@ -119,8 +120,8 @@ TEST_CASE("pod request: annotations", "[pod]") {
       const char* text;
       int64_t bytes;
     };
-    for (const Case& c : {Case{"40Gi", 42949672960LL}, Case{"80G", 80000000000LL},
-                          Case{"81559Mi", 81559LL * 1024 * 1024}}) {
+    for (const Case& c :
+         {Case{"40Gi", 42949672960LL}, Case{"80G", 80000000000LL}, Case{"81559Mi", 81559LL * 1024 * 1024}}) {
       INFO(c.text);
       auto p = troupe::testing::gpuPod("m", 1, {{"troupe.dev/gpu-memory", c.text}});
       CHECK(mustParse(p).min_memory_bytes == c.bytes);
@@ -132,8 +133,8 @@ TEST_CASE("pod request: annotations", "[pod]") {
       TopologyMode mode;
     };
     for (const Case& c : {Case{"nvlink", TopologyMode::kNVLink}, Case{"NVLink", TopologyMode::kNVLink},
-                          Case{"preferred", TopologyMode::kPreferred},
-                          Case{" none ", TopologyMode::kNone}, Case{"NONE", TopologyMode::kNone}}) {
+                          Case{"preferred", TopologyMode::kPreferred}, Case{" none ", TopologyMode::kNone},
+                          Case{"NONE", TopologyMode::kNone}}) {
       INFO(c.text);
       auto p = troupe::testing::gpuPod("t", 4, {{"troupe.dev/gpu-topology", c.text}});
       CHECK(mustParse(p).topology == c.mode);
@@ -176,20 +177,24 @@ TEST_CASE("pod request: every bad value names its key and the value", "[pod]") {
       {"gpu-memory not a quantity", gpuPod("b", 1, {{"troupe.dev/gpu-memory", "lots"}}),
        "troupe.dev/gpu-memory", "lots"},
       {"gpu-memory zero", gpuPod("b", 1, {{"troupe.dev/gpu-memory", "0"}}), "troupe.dev/gpu-memory", "\"0\""},
-      {"gpu-memory negative", gpuPod("b", 1, {{"troupe.dev/gpu-memory", "-40Gi"}}),
-       "troupe.dev/gpu-memory", "-40Gi"},
+      {"gpu-memory negative", gpuPod("b", 1, {{"troupe.dev/gpu-memory", "-40Gi"}}), "troupe.dev/gpu-memory",
+       "-40Gi"},
       {"gpu-topology unknown", gpuPod("b", 2, {{"troupe.dev/gpu-topology", "fast"}}),
        "troupe.dev/gpu-topology", "fast"},
-      {"gpu-topology empty", gpuPod("b", 2, {{"troupe.dev/gpu-topology", ""}}),
-       "troupe.dev/gpu-topology", "\"\""},
+      {"gpu-topology empty", gpuPod("b", 2, {{"troupe.dev/gpu-topology", ""}}), "troupe.dev/gpu-topology",
+       "\"\""},
       {"gpu-milli zero", gpuPod("b", 0, {{"troupe.dev/gpu-milli", "0"}}), "troupe.dev/gpu-milli", "\"0\""},
-      {"gpu-milli too large", gpuPod("b", 0, {{"troupe.dev/gpu-milli", "2000"}}), "troupe.dev/gpu-milli", "2000"},
-      {"gpu-milli not a number", gpuPod("b", 0, {{"troupe.dev/gpu-milli", "abc"}}), "troupe.dev/gpu-milli", "abc"},
-      {"gpu-milli with a suffix", gpuPod("b", 0, {{"troupe.dev/gpu-milli", "500m"}}), "troupe.dev/gpu-milli", "500m"},
+      {"gpu-milli too large", gpuPod("b", 0, {{"troupe.dev/gpu-milli", "2000"}}), "troupe.dev/gpu-milli",
+       "2000"},
+      {"gpu-milli not a number", gpuPod("b", 0, {{"troupe.dev/gpu-milli", "abc"}}), "troupe.dev/gpu-milli",
+       "abc"},
+      {"gpu-milli with a suffix", gpuPod("b", 0, {{"troupe.dev/gpu-milli", "500m"}}), "troupe.dev/gpu-milli",
+       "500m"},
       {"gpu-milli negative", gpuPod("b", 0, {{"troupe.dev/gpu-milli", "-5"}}), "troupe.dev/gpu-milli", "-5"},
       {"gpu-milli together with nvidia.com/gpu", gpuPod("b", 1, {{"troupe.dev/gpu-milli", "500"}}),
        "troupe.dev/gpu-milli", "500"},
-      {"gpu-model only commas", gpuPod("b", 1, {{"troupe.dev/gpu-model", " , "}}), "troupe.dev/gpu-model", " , "},
+      {"gpu-model only commas", gpuPod("b", 1, {{"troupe.dev/gpu-model", " , "}}), "troupe.dev/gpu-model",
+       " , "},
       {"fractional nvidia.com/gpu", pod({gpuLimit("500m")}), "nvidia.com/gpu", "500m"},
       {"nvidia.com/gpu not a quantity", pod({gpuLimit("four")}), "nvidia.com/gpu", "four"},
       {"negative nvidia.com/gpu", pod({gpuLimit("-1")}), "nvidia.com/gpu", "-1"},

@@ -1,10 +1,9 @@
 // Kubernetes quantities: parseQuantityMilli / parseQuantityValue.
-#include <catch2/catch.hpp>
+#include "troupe/common/quantity.h"
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <string>
-
-#include "troupe/common/quantity.h"
 
 namespace {
 
@@ -24,13 +23,13 @@ TEST_CASE("quantity: well-formed values parse to milli and value", "[quantity]")
   const GoodCase cases[] = {
       {"8", 8000, 8},
       {"0", 0, 0},
-      {"500m", 500, 1},             // Value() rounds up
+      {"500m", 500, 1},  // Value() rounds up
       {"1500m", 1500, 2},
       {"1", 1000, 1},
       {"40Gi", 42949672960000LL, 42949672960LL},
       {"1.5", 1500, 2},
       {"0.1", 100, 1},
-      {"0.3", 300, 1},              // no float noise: 0.3 * 1000 must be 300, not 301
+      {"0.3", 300, 1},  // no float noise: 0.3 * 1000 must be 300, not 301
       {"2e3", 2000000, 2000},
       {"2E3", 2000000, 2000},
       {"1e-3", 1, 1},
@@ -43,7 +42,7 @@ TEST_CASE("quantity: well-formed values parse to milli and value", "[quantity]")
       {"81559", 81559000, 81559},
       {"191450m", 191450, 192},
       {"2100825308Ki", 2151245115392000LL, 2151245115392LL},
-      {"100u", 1, 1},               // 0.0001 -> rounded up to 1 milli
+      {"100u", 1, 1},  // 0.0001 -> rounded up to 1 milli
       {"+4", 4000, 4},
       {"-1", -1000, -1},
       {"1E", 0, 1000000000000000000LL},  // "E" is the exa suffix, not an exponent

@@ -1,10 +1,11 @@
 // The scheduling core: filter, prioritize, reserve, release, preempt, and concurrent use.
-#include <catch2/catch.hpp>
+#include "troupe/sched/scheduler.h"
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <bit>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <deque>
 #include <map>
@@ -15,7 +16,6 @@
 #include <vector>
 
 #include "support/fixtures.h"
-#include "troupe/sched/scheduler.h"
 
 namespace {
 
@@ -84,7 +84,8 @@ void checkScoreShape(const std::vector<HostScore>& scores, const std::vector<std
 // Filter, then reserve on `node`; returns the GPUs.
 std::vector<int> filterAndReserve(Scheduler& s, const PodFacts& pod, const std::string& node) {
   FilterResult f = s.filter(pod, {node});
-  INFO("filter: " << (f.failed.count(node) ? f.failed.at(node) : "") << (f.unresolvable.count(node) ? f.unresolvable.at(node) : ""));
+  INFO("filter: " << (f.failed.count(node) ? f.failed.at(node) : "")
+                  << (f.unresolvable.count(node) ? f.unresolvable.at(node) : ""));
   REQUIRE(f.passed == std::vector<std::string>{node});
   auto r = s.reserve(pod.uid, pod.ns, pod.name, node);
   INFO(r.status().message());
@@ -179,7 +180,8 @@ TEST_CASE("scheduler: model and memory requirements", "[scheduler]") {
   Scheduler s = makeScheduler();
   addNode(s, gpuNode("h100", 8));
   addNode(s, gpuNode("a100-40", 8, "NVIDIA-A100-SXM4-40GB", 40960));
-  FilterResult m = s.filter(gpuPod("m", 1, {{"troupe.dev/gpu-model", "nvidia-a100-sxm4-40gb"}}), {"h100", "a100-40"});
+  FilterResult m =
+      s.filter(gpuPod("m", 1, {{"troupe.dev/gpu-model", "nvidia-a100-sxm4-40gb"}}), {"h100", "a100-40"});
   CHECK(m.passed == std::vector<std::string>{"a100-40"});
   CHECK_THAT(m.unresolvable.at("h100"), Catch::Contains("NVIDIA-H100-80GB-HBM3"));
   CHECK(m.categories.at("model") == 1);
@@ -362,7 +364,8 @@ TEST_CASE("scheduler: DGX-1 reservations follow go-gpuallocator", "[scheduler][p
   Scheduler s = makeScheduler();
   addNode(s, gpuNode("dgx1", 8, "Tesla-V100-SXM2-32GB", 32768));
   std::vector<std::vector<int>> got;
-  for (int i = 0; i < 4; ++i) got.push_back(filterAndReserve(s, gpuPod("pair" + std::to_string(i), 2), "dgx1"));
+  for (int i = 0; i < 4; ++i)
+    got.push_back(filterAndReserve(s, gpuPod("pair" + std::to_string(i), 2), "dgx1"));
   CHECK(got == std::vector<std::vector<int>>{{0, 3}, {1, 2}, {4, 7}, {5, 6}});
 }
 
@@ -373,8 +376,8 @@ TEST_CASE("scheduler: shared pods pack onto one GPU", "[scheduler]") {
   auto b = filterAndReserve(s, gpuPod("b", 0, {{"troupe.dev/gpu-milli", "300"}}), "n");
   auto c = filterAndReserve(s, gpuPod("c", 0, {{"troupe.dev/gpu-milli", "300"}}), "n");
   REQUIRE(a.size() == 1);
-  CHECK(b == a);   // 500 free on a's GPU
-  CHECK(c != a);   // only 200 left there
+  CHECK(b == a);  // 500 free on a's GPU
+  CHECK(c != a);  // only 200 left there
   CHECK(s.allocationOf("uid-b")->milli_per_gpu == 300);
   auto sum = s.summary();
   REQUIRE(sum.by_product.size() == 1);
@@ -383,8 +386,7 @@ TEST_CASE("scheduler: shared pods pack onto one GPU", "[scheduler]") {
   CHECK(sum.by_product[0].whole_free == 6);
 }
 
-TEST_CASE("scheduler: preempt keeps a node only if evicting its victims makes the pod fit",
-          "[scheduler]") {
+TEST_CASE("scheduler: preempt keeps a node only if evicting its victims makes the pod fit", "[scheduler]") {
   Scheduler s = makeScheduler();
   addNode(s, gpuNode("a1", 8));
   addNode(s, gpuNode("a2", 8));

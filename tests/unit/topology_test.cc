@@ -1,8 +1,9 @@
 // Intra-node topology: built-in profiles, product mapping, the annotation matrix, bottlenecks.
-#include <catch2/catch.hpp>
+#include "troupe/model/topology.h"
 
 #include <algorithm>
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -10,7 +11,6 @@
 #include <vector>
 
 #include "troupe/common/strings.h"
-#include "troupe/model/topology.h"
 
 namespace {
 
@@ -134,10 +134,8 @@ TEST_CASE("topology: pcie-8 has eight singleton domains and PCIe levels", "[topo
 TEST_CASE("topology: dgx1-v100-8 is the go-gpuallocator hybrid cube mesh", "[topology]") {
   GpuTopology t = profile("dgx1-v100-8", 8);
   // performance-anchors 5.1, NewDGX1VoltaNode.
-  const std::set<std::pair<int, int>> two = {{0, 3}, {0, 4}, {1, 2}, {1, 5},
-                                             {2, 3}, {4, 7}, {5, 6}, {6, 7}};
-  const std::set<std::pair<int, int>> one = {{0, 1}, {0, 2}, {1, 3}, {2, 6},
-                                             {3, 7}, {4, 5}, {4, 6}, {5, 7}};
+  const std::set<std::pair<int, int>> two = {{0, 3}, {0, 4}, {1, 2}, {1, 5}, {2, 3}, {4, 7}, {5, 6}, {6, 7}};
+  const std::set<std::pair<int, int>> one = {{0, 1}, {0, 2}, {1, 3}, {2, 6}, {3, 7}, {4, 5}, {4, 6}, {5, 7}};
   for (int a = 0; a < 8; ++a) {
     int links_of_a = 0;
     for (int b = 0; b < 8; ++b) {
@@ -171,10 +169,10 @@ TEST_CASE("topology: dgx1-v100-8 is the go-gpuallocator hybrid cube mesh", "[top
   CHECK(t.bestBottleneck(2) == Approx(50.0));
   CHECK(t.bestBottleneck(3) == Approx(25.0));
   CHECK(t.bestBottleneck(4) == Approx(25.0));
-  CHECK(t.bottleneck(0x0F) == Approx(25.0));       // {0,1,2,3}
-  CHECK(t.bottleneck(0x09) == Approx(50.0));       // {0,3}
-  CHECK(t.bottleneck(0x41) < 25.0);                // {0,6}: no NVLink
-  CHECK(t.bottleneck(0x01) == Approx(50.0));       // one GPU: the node's best link
+  CHECK(t.bottleneck(0x0F) == Approx(25.0));  // {0,1,2,3}
+  CHECK(t.bottleneck(0x09) == Approx(50.0));  // {0,3}
+  CHECK(t.bottleneck(0x41) < 25.0);           // {0,6}: no NVLink
+  CHECK(t.bottleneck(0x01) == Approx(50.0));  // one GPU: the node's best link
   CHECK(t.internalBandwidth(0x0F) == Approx(225.0));
 }
 
@@ -256,11 +254,16 @@ TEST_CASE("topology: parseLinkKind accepts nvidia-smi spellings", "[topology]") 
     int nvlinks;
   };
   const Case cases[] = {
-      {"X", LinkKind::kSelf, 0},         {"NV18", LinkKind::kNVLink, 18},
-      {"nv2", LinkKind::kNVLink, 2},     {"NVS", LinkKind::kNVSwitch, 0},
-      {"NVSwitch", LinkKind::kNVSwitch, 0}, {"PIX", LinkKind::kPcieSwitch, 0},
-      {"PXB", LinkKind::kPcieMulti, 0},  {"PHB", LinkKind::kHostBridge, 0},
-      {"NODE", LinkKind::kSameNuma, 0},  {"SYS", LinkKind::kCrossSocket, 0},
+      {"X", LinkKind::kSelf, 0},
+      {"NV18", LinkKind::kNVLink, 18},
+      {"nv2", LinkKind::kNVLink, 2},
+      {"NVS", LinkKind::kNVSwitch, 0},
+      {"NVSwitch", LinkKind::kNVSwitch, 0},
+      {"PIX", LinkKind::kPcieSwitch, 0},
+      {"PXB", LinkKind::kPcieMulti, 0},
+      {"PHB", LinkKind::kHostBridge, 0},
+      {"NODE", LinkKind::kSameNuma, 0},
+      {"SYS", LinkKind::kCrossSocket, 0},
   };
   for (const Case& c : cases) {
     INFO(c.text);
@@ -297,12 +300,12 @@ TEST_CASE("topology: parseMatrixText reads the annotation text", "[topology]") {
     const char* bad[] = {
         "",
         "X NV18",
-        R"([["X","NV18"],["NV18","X"])",   // missing closing ]
-        R"([["X",NV18]])",                 // unquoted cell
-        R"([["X","NV18]])",                // unterminated string
+        R"([["X","NV18"],["NV18","X"])",  // missing closing ]
+        R"([["X",NV18]])",                // unquoted cell
+        R"([["X","NV18]])",               // unterminated string
         R"([["X"]] trailing)",
-        R"(["X"])",                        // a row that is not an array
-        "[ ",                              // ends right after whitespace
+        R"(["X"])",  // a row that is not an array
+        "[ ",        // ends right after whitespace
         R"([["X"] )",
     };
     for (const char* text : bad) {

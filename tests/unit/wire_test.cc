@@ -1,8 +1,9 @@
 // The kube-scheduler extender wire codec against the shared fixtures
 // (/work/shared/fixtures/kube-scheduler, see its README).
-#include <catch2/catch.hpp>
+#include "adapters/http/wire.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cctype>
 #include <filesystem>
 #include <map>
@@ -10,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "adapters/http/wire.h"
 #include "support/fixtures.h"
 #include "troupe/model/node.h"
 #include "troupe/sched/scheduler.h"
@@ -65,7 +65,8 @@ void diffJson(const Json& want, const Json& got, const std::string& path, bool n
   }
   if (want.is_array()) {
     if (want.size() != got.size()) {
-      diffs->push_back(path + ": " + std::to_string(want.size()) + " vs " + std::to_string(got.size()) + " elements");
+      diffs->push_back(path + ": " + std::to_string(want.size()) + " vs " + std::to_string(got.size()) +
+                       " elements");
       return;
     }
     for (size_t i = 0; i < want.size(); ++i) {
@@ -132,12 +133,18 @@ TEST_CASE("wire: every fixture file decodes", "[wire][fixtures]") {
   }
   enum Kind { kExtenderArgs, kBinding, kPreemption, kResponse };
   const std::map<std::string, Kind> known = {
-      {"filter-nodecache.json", kExtenderArgs},  {"filter-full-nodes.json", kExtenderArgs},
-      {"prioritize-nodecache.json", kExtenderArgs}, {"bind.json", kBinding},
-      {"preempt-nodecache.json", kPreemption},   {"preempt-full.json", kPreemption},
-      {"filter-result.json", kResponse},         {"filter-result-full-nodes.json", kResponse},
-      {"filter-result-error.json", kResponse},   {"prioritize-result.json", kResponse},
-      {"bind-result.json", kResponse},           {"bind-result-error.json", kResponse},
+      {"filter-nodecache.json", kExtenderArgs},
+      {"filter-full-nodes.json", kExtenderArgs},
+      {"prioritize-nodecache.json", kExtenderArgs},
+      {"bind.json", kBinding},
+      {"preempt-nodecache.json", kPreemption},
+      {"preempt-full.json", kPreemption},
+      {"filter-result.json", kResponse},
+      {"filter-result-full-nodes.json", kResponse},
+      {"filter-result-error.json", kResponse},
+      {"prioritize-result.json", kResponse},
+      {"bind-result.json", kResponse},
+      {"bind-result-error.json", kResponse},
       {"preempt-result.json", kResponse},
   };
   int seen = 0;
@@ -174,9 +181,7 @@ TEST_CASE("wire: every fixture file decodes", "[wire][fixtures]") {
         CHECK(r.isOk());
         break;
       }
-      case kResponse:
-        CHECK_FALSE(Json::parse(*body, nullptr, false).is_discarded());
-        break;
+      case kResponse: CHECK_FALSE(Json::parse(*body, nullptr, false).is_discarded()); break;
     }
   }
   CHECK(seen == static_cast<int>(known.size()));
@@ -187,7 +192,8 @@ TEST_CASE("wire: filter-nodecache.json", "[wire][fixtures]") {
   if (!body) return;
   auto args = mustDecodeArgs(*body);
   CHECK(args.node_cache_mode);
-  CHECK(args.node_names == std::vector<std::string>{"gpu-node-a1", "gpu-node-a2", "gpu-node-a3", "gpu-node-b1"});
+  CHECK(args.node_names ==
+        std::vector<std::string>{"gpu-node-a1", "gpu-node-a2", "gpu-node-a3", "gpu-node-b1"});
   CHECK(args.nodes.empty());
   CHECK(args.node_objects.empty());
   const auto& pod = args.pod;
@@ -315,7 +321,8 @@ TEST_CASE("wire: encoders reproduce the response fixtures", "[wire][fixtures]") 
     args.node_names = {"gpu-node-a1", "gpu-node-a2", "gpu-node-a3", "gpu-node-b1"};
     troupe::sched::FilterResult result;
     result.passed = {"gpu-node-a1", "gpu-node-a2"};
-    result.failed["gpu-node-a3"] = "example: 4 free GPUs are split across NVSwitch domains, need 4 in one domain";
+    result.failed["gpu-node-a3"] =
+        "example: 4 free GPUs are split across NVSwitch domains, need 4 in one domain";
     result.unresolvable["gpu-node-b1"] =
         "example: GPU product NVIDIA-A100-SXM4-80GB does not match requested NVIDIA-H100-80GB-HBM3";
     const std::string got = troupe::http::encodeFilterResult(args, result);
@@ -365,15 +372,16 @@ TEST_CASE("wire: encoders reproduce the response fixtures", "[wire][fixtures]") 
     auto err = fixture("bind-result-error.json");
     if (!ok || !err) return;
     CHECK(troupe::http::encodeBindingResult("") == *ok);
-    const std::string got =
-        troupe::http::encodeBindingResult("example: pods \"llm-pretrain-7b-0-x8q4t\" is forbidden: gang not complete");
+    const std::string got = troupe::http::encodeBindingResult(
+        "example: pods \"llm-pretrain-7b-0-x8q4t\" is forbidden: gang not complete");
     checkSameJson(*err, got);
     CHECK(got == *err);
   }
   SECTION("preempt-result.json") {
     auto want = fixture("preempt-result.json");
     if (!want) return;
-    const std::string got = troupe::http::encodePreemptionResult({{"gpu-node-a1", {kVictimA1}}}, {{"gpu-node-a1", 0}});
+    const std::string got =
+        troupe::http::encodePreemptionResult({{"gpu-node-a1", {kVictimA1}}}, {{"gpu-node-a1", 0}});
     checkSameJson(*want, got);
     CHECK(got == *want);
   }
@@ -385,8 +393,9 @@ TEST_CASE("wire: encoders without fixtures", "[wire]") {
   troupe::sched::FilterResult none;
   none.failed["a"] = "busy";
   none.unresolvable["b"] = "never";
-  CHECK(troupe::http::encodeFilterResult(args, none) ==
-        R"({"Nodes":null,"NodeNames":[],"FailedNodes":{"a":"busy"},"FailedAndUnresolvableNodes":{"b":"never"},"Error":""})");
+  CHECK(
+      troupe::http::encodeFilterResult(args, none) ==
+      R"({"Nodes":null,"NodeNames":[],"FailedNodes":{"a":"busy"},"FailedAndUnresolvableNodes":{"b":"never"},"Error":""})");
   CHECK(troupe::http::encodeHostPriorityList({}) == "[]");
   CHECK(troupe::http::encodePreemptionResult({}, {}) == R"({"NodeNameToMetaVictims":{}})");
   CHECK(troupe::http::encodePreemptionResult({{"n", {"u1", "u2"}}}, {}) ==
@@ -502,12 +511,15 @@ TEST_CASE("wire: malformed requests are InvalidArgument naming the field", "[wir
       {"NodeNames of numbers", R"({"Pod":)" + pod + R"(,"NodeNames":[1,2]})", "NodeNames"},
       {"neither NodeNames nor Nodes", R"({"Pod":)" + pod + R"(,"Nodes":null,"NodeNames":null})", "NodeNames"},
       {"Nodes without items", R"({"Pod":)" + pod + R"(,"Nodes":{"metadata":{}}})", "Nodes.items"},
-      {"a node without a name", R"({"Pod":)" + pod + R"(,"Nodes":{"items":[{"metadata":{}}]}})", "Nodes.items[0]"},
-      {"containers not an array", R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":{}}},"NodeNames":[]})",
-       "Pod.spec.containers"},
-      {"limits not an object", R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":[]}}]}},"NodeNames":[]})",
+      {"a node without a name", R"({"Pod":)" + pod + R"(,"Nodes":{"items":[{"metadata":{}}]}})",
+       "Nodes.items[0]"},
+      {"containers not an array",
+       R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":{}}},"NodeNames":[]})", "Pod.spec.containers"},
+      {"limits not an object",
+       R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":[]}}]}},"NodeNames":[]})",
        "Pod.spec.containers[0].resources.limits"},
-      {"a quantity of the wrong type", R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":true}}}]}},"NodeNames":[]})",
+      {"a quantity of the wrong type",
+       R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":true}}}]}},"NodeNames":[]})",
        "nvidia.com/gpu"},
   };
   for (const Bad& c : args_cases) {
@@ -520,7 +532,8 @@ TEST_CASE("wire: malformed requests are InvalidArgument naming the field", "[wir
       {"empty", "", "empty"},
       {"missing PodUID", R"({"PodName":"p","PodNamespace":"ns","Node":"n"})", "PodUID"},
       {"missing Node", R"({"PodName":"p","PodNamespace":"ns","PodUID":"u"})", "ExtenderBindingArgs.Node"},
-      {"Node not a string", R"({"PodName":"p","PodNamespace":"ns","PodUID":"u","Node":5})", "ExtenderBindingArgs.Node"},
+      {"Node not a string", R"({"PodName":"p","PodNamespace":"ns","PodUID":"u","Node":5})",
+       "ExtenderBindingArgs.Node"},
       {"truncated", R"({"PodName":"p")", "not valid JSON"},
   };
   for (const Bad& c : bind_cases) {
@@ -533,7 +546,8 @@ TEST_CASE("wire: malformed requests are InvalidArgument naming the field", "[wir
       {"empty", "", "empty"},
       {"missing Pod", R"({"NodeNameToMetaVictims":{}})", "Pod"},
       {"victims not a map", R"({"Pod":)" + pod + R"(,"NodeNameToMetaVictims":[1]})", "victims"},
-      {"a victim without UID", R"({"Pod":)" + pod + R"(,"NodeNameToMetaVictims":{"n1":{"Pods":[{}]}}})", "n1"},
+      {"a victim without UID", R"({"Pod":)" + pod + R"(,"NodeNameToMetaVictims":{"n1":{"Pods":[{}]}}})",
+       "n1"},
       {"a full victim without metadata.uid",
        R"({"Pod":)" + pod + R"(,"NodeNameToVictims":{"n2":{"Pods":[{"metadata":{"name":"v"}}]}}})", "UID"},
   };
@@ -547,7 +561,8 @@ TEST_CASE("wire: malformed requests are InvalidArgument naming the field", "[wir
 
 TEST_CASE("wire: preemption requests without candidates decode to none", "[wire]") {
   const std::string pod = R"({"metadata":{"name":"p","namespace":"n","uid":"u"}})";
-  auto none = mustDecodePreemption(R"({"Pod":)" + pod + R"(,"NodeNameToVictims":null,"NodeNameToMetaVictims":null})");
+  auto none =
+      mustDecodePreemption(R"({"Pod":)" + pod + R"(,"NodeNameToVictims":null,"NodeNameToMetaVictims":null})");
   CHECK(none.victims.empty());
   auto null_node = mustDecodePreemption(R"({"Pod":)" + pod + R"(,"NodeNameToMetaVictims":{"n":null}})");
   CHECK(null_node.victims.at("n").empty());
@@ -568,7 +583,8 @@ TEST_CASE("wire: nodes take capacity when allocatable lacks the GPU resource", "
 namespace {
 
 // What the encoders must produce, built the slow way with the JSON library.
-std::string referenceFilterResult(const troupe::http::ExtenderArgs& args, const troupe::sched::FilterResult& r) {
+std::string referenceFilterResult(const troupe::http::ExtenderArgs& args,
+                                  const troupe::sched::FilterResult& r) {
   using troupe::http::OrderedJson;
   OrderedJson out = OrderedJson::object();
   if (args.node_cache_mode) {
@@ -586,7 +602,8 @@ std::string referenceFilterResult(const troupe::http::ExtenderArgs& args, const 
     out["NodeNames"] = nullptr;
   }
   out["FailedNodes"] = r.failed.empty() ? OrderedJson(nullptr) : OrderedJson(r.failed);
-  out["FailedAndUnresolvableNodes"] = r.unresolvable.empty() ? OrderedJson(nullptr) : OrderedJson(r.unresolvable);
+  out["FailedAndUnresolvableNodes"] =
+      r.unresolvable.empty() ? OrderedJson(nullptr) : OrderedJson(r.unresolvable);
   out["Error"] = "";
   return out.dump();
 }
@@ -632,11 +649,15 @@ TEST_CASE("wire: hand-written encoders write the JSON library's bytes", "[wire]"
   for (int i = 0; i < 50; ++i) {
     const std::string name = "node-" + std::to_string(i);
     full.node_names.push_back(name);
-    full.node_objects.push_back(Json::parse(R"({"metadata":{"name":")" + name +
-                                            R"(","labels":{"z":"1","a":"2"}},"status":{"n":[1,2.5,null,true]}})"));
-    if (i % 3 == 0) r.passed.push_back(name);
-    else if (i % 3 == 1) r.failed[name] = "busy";
-    else r.unresolvable[name] = "never";
+    full.node_objects.push_back(
+        Json::parse(R"({"metadata":{"name":")" + name +
+                    R"(","labels":{"z":"1","a":"2"}},"status":{"n":[1,2.5,null,true]}})"));
+    if (i % 3 == 0)
+      r.passed.push_back(name);
+    else if (i % 3 == 1)
+      r.failed[name] = "busy";
+    else
+      r.unresolvable[name] = "never";
   }
   CHECK(troupe::http::encodeFilterResult(full, r) == referenceFilterResult(full, r));
 }
@@ -651,8 +672,8 @@ TEST_CASE("wire: request bodies parse to the same document as Json::parse", "[wi
       R"("status":{"capacity":{"nvidia.com/gpu":"8"},"deep":[[1,[2,[3,{"x":[{"y":{"z":[]}}]}]]],[],{}],)"
       R"("nums":[0,-1,18446744073709551615,-9223372036854775808,1.5,-2.5e-3,1e300],)"
       R"("text":"\u00e9\u65e5\n\"q\"","flags":[true,false,null]}})";
-  const std::string body = R"({"Pod":{"metadata":{"name":"p"}},"Nodes":{"metadata":{},"items":[)" + node + "," +
-                           node + R"(]},"NodeNames":null})";
+  const std::string body = R"({"Pod":{"metadata":{"name":"p"}},"Nodes":{"metadata":{},"items":[)" + node +
+                           "," + node + R"(]},"NodeNames":null})";
   auto args = mustDecodeArgs(body);
   REQUIRE(args.node_objects.size() == 2);
   const Json want = Json::parse(node);

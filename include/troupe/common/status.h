@@ -49,7 +49,7 @@ inline Status internalError(std::string m) { return {Code::kInternal, std::move(
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : data_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : data_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : data_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool isOk() const { return std::holds_alternative<T>(data_); }

@@ -29,13 +29,13 @@ using StringMap = std::map<std::string, std::string>;
 struct NodeInfo {
   std::string name;
   StringMap labels;
-  std::string gpu_product;          // "" when the node has no product label
-  int64_t gpu_memory_mib = 0;       // per GPU; 0 = unknown
+  std::string gpu_product;     // "" when the node has no product label
+  int64_t gpu_memory_mib = 0;  // per GPU; 0 = unknown
   int gpu_count = 0;
-  int64_t cpu_milli = 0;            // 0 = not tracked (the live extender leaves CPU to kube)
-  int64_t memory_bytes = 0;         // 0 = not tracked
-  int64_t max_pods = 0;             // 0 = not tracked
-  bool unschedulable = false;       // cordoned
+  int64_t cpu_milli = 0;       // 0 = not tracked (the live extender leaves CPU to kube)
+  int64_t memory_bytes = 0;    // 0 = not tracked
+  int64_t max_pods = 0;        // 0 = not tracked
+  bool unschedulable = false;  // cordoned
   std::shared_ptr<const GpuTopology> topology;
 };
 
@@ -44,8 +44,8 @@ struct NodeFacts {
   std::string name;
   StringMap labels;
   StringMap annotations;
-  std::string allocatable_gpus;     // "nvidia.com/gpu" allocatable (or capacity), "" if absent
-  std::string cpu;                  // quantity strings, "" if absent
+  std::string allocatable_gpus;  // "nvidia.com/gpu" allocatable (or capacity), "" if absent
+  std::string cpu;               // quantity strings, "" if absent
   std::string memory;
   std::string pods;
   bool unschedulable = false;
@@ -71,15 +71,15 @@ Result<NodeInfo> nodeFromFacts(const NodeFacts& facts, TopologyCatalog& catalog)
 // One pod's hold on a node.
 struct Allocation {
   std::string pod_uid;
-  std::string pod_key;              // namespace/name, for messages
+  std::string pod_key;  // namespace/name, for messages
   std::string node;
-  std::vector<int> gpus;            // indices; empty with `unknown_gpus` > 0 when not known
+  std::vector<int> gpus;  // indices; empty with `unknown_gpus` > 0 when not known
   int64_t milli_per_gpu = kMilliPerGpu;
-  int unknown_gpus = 0;             // GPUs held whose indices nobody told us
+  int unknown_gpus = 0;  // GPUs held whose indices nobody told us
   int64_t cpu_milli = 0;
   int64_t memory_bytes = 0;
-  double topology_quality = 1.0;    // of the GPU set when Troupe chose it (1 = best possible)
-  std::string gang;                 // the gang key of a member, "" otherwise
+  double topology_quality = 1.0;  // of the GPU set when Troupe chose it (1 = best possible)
+  std::string gang;               // the gang key of a member, "" otherwise
 };
 
 // A node and its allocations. Not thread-safe: the Scheduler guards it.

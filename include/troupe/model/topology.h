@@ -34,8 +34,8 @@ Result<LinkKind> parseLinkKind(std::string_view text, int* nvlinks);
 
 struct Link {
   LinkKind kind = LinkKind::kCrossSocket;
-  int nvlinks = 0;          // bonded NVLinks for kNVLink/kNVSwitch, else 0
-  double bandwidth = 0.0;   // GB/s per direction
+  int nvlinks = 0;         // bonded NVLinks for kNVLink/kNVSwitch, else 0
+  double bandwidth = 0.0;  // GB/s per direction
 };
 
 class GpuTopology {

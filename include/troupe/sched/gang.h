@@ -30,10 +30,10 @@ inline constexpr const char* kKueueGroup = "kueue.x-k8s.io/pod-group-name";
 inline constexpr const char* kKueueTotal = "kueue.x-k8s.io/pod-group-total-count";
 
 struct GangSpec {
-  std::string key;          // namespace/name
+  std::string key;  // namespace/name
   int min_member = 1;
   std::chrono::milliseconds timeout{0};
-  std::string source;       // which key named the gang, for messages
+  std::string source;  // which key named the gang, for messages
 };
 
 // nullopt when the pod belongs to no gang. `pod_group_min` is the minMember of a PodGroup

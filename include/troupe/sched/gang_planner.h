@@ -28,7 +28,7 @@ struct GangPlanResult {
 // Places `members` pods like `req`, fewest nodes first (the nodes that take the most members),
 // fuller nodes before emptier ones among equals, then by name. `nodes` are the candidates;
 // cordoned nodes and nodes failing the static checks (model, memory, size) are skipped.
-GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const GpuRequest& req,
-                        int members, const std::string& gang_key);
+GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const GpuRequest& req, int members,
+                        const std::string& gang_key);
 
 }  // namespace troupe::sched

@@ -16,8 +16,8 @@ namespace troupe::sched {
 
 // What a policy may consult beyond the node and the pod.
 struct ScoreContext {
-  const RequestMix* mix = nullptr;       // fgd, troupe: the request mix; nullptr = defaults()
-  FragmentationCache* cache = nullptr;   // memo of F for `mix`; optional, not thread-safe
+  const RequestMix* mix = nullptr;      // fgd, troupe: the request mix; nullptr = defaults()
+  FragmentationCache* cache = nullptr;  // memo of F for `mix`; optional, not thread-safe
 };
 
 struct NodeScore {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "troupe/model/node.h"
-#include "troupe/sched/policy.h"
 #include "troupe/sched/pod_request.h"
+#include "troupe/sched/policy.h"
 
 namespace troupe::sched {
 
@@ -20,7 +20,7 @@ enum class Fit {
 
 struct NodeCheck {
   Fit fit = Fit::kFits;
-  std::string reason;  // short and node-independent so kube-scheduler groups them well
+  std::string reason;         // short and node-independent so kube-scheduler groups them well
   const char* category = "";  // for metrics: no-gpus, model, memory, count, topology, resources, busy
 };
 
@@ -42,7 +42,7 @@ inline constexpr double kReferenceBandwidth = 450.0;
 std::optional<Placement> placeOnNode(const model::NodeState& node, const GpuRequest& req);
 
 // What the placement is worth under the policy, 0..1 (higher is better).
-double scorePlacement(const model::NodeState& node, const GpuRequest& req,
-                      const Placement& placement, const PolicyConfig& policy);
+double scorePlacement(const model::NodeState& node, const GpuRequest& req, const Placement& placement,
+                      const PolicyConfig& policy);
 
 }  // namespace troupe::sched

@@ -56,12 +56,12 @@ enum class TopologyMode { kPreferred, kNVLink, kNone };
 const char* topologyModeName(TopologyMode mode);
 
 struct GpuRequest {
-  int gpus = 0;                       // GPUs the pod needs (1 for a shared pod)
-  int64_t milli_per_gpu = 1000;       // 1000 = whole GPUs; less = a share of one GPU
-  std::vector<std::string> models;    // allowed products; empty = any
-  int64_t min_memory_bytes = 0;       // per GPU; 0 = any
+  int gpus = 0;                     // GPUs the pod needs (1 for a shared pod)
+  int64_t milli_per_gpu = 1000;     // 1000 = whole GPUs; less = a share of one GPU
+  std::vector<std::string> models;  // allowed products; empty = any
+  int64_t min_memory_bytes = 0;     // per GPU; 0 = any
   TopologyMode topology = TopologyMode::kPreferred;
-  int64_t cpu_milli = 0;              // the pod's requests, used where the model tracks them
+  int64_t cpu_milli = 0;  // the pod's requests, used where the model tracks them
   int64_t memory_bytes = 0;
 
   bool wantsGpus() const { return gpus > 0; }

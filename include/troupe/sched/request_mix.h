@@ -47,12 +47,16 @@ class RequestMix {
 // into a mix every `refresh` requests. Thread-safe; has its own lock.
 class RequestMixWindow {
  public:
-  explicit RequestMixWindow(size_t capacity = 5000, size_t refresh = 500);
+  explicit RequestMixWindow(size_t capacity = 20000, size_t refresh = 500);
   void record(const GpuRequest& request);
+  // Rebuilds the mix from the window now (e.g. after filling it from history).
+  void refresh();
   // The current mix; RequestMix::defaults() until the first refresh.
   std::shared_ptr<const RequestMix> current() const;
 
  private:
+  void rebuildLocked();
+
   const size_t capacity_;
   const size_t refresh_;
   mutable std::mutex mu_;

@@ -23,6 +23,7 @@
 #include "troupe/sched/placement.h"
 #include "troupe/sched/pod_request.h"
 #include "troupe/sched/policy.h"
+#include "troupe/sched/request_mix.h"
 
 namespace troupe::sched {
 
@@ -151,8 +152,8 @@ class Scheduler {
     int64_t priority = 0;
     uint64_t arrival = 0;
     Clock::time_point first_seen, last_seen, barrier_deadline;
-    std::vector<GangSlot> slots;          // the plan; empty = not planned
-    std::vector<Waiter> waiting;          // binds held at the barrier
+    std::vector<GangSlot> slots;           // the plan; empty = not planned
+    std::vector<Waiter> waiting;           // binds held at the barrier
     std::vector<std::string> drain_nodes;  // nodes kept free for it after gang_starvation
     bool admitted = false;
     std::string last_reason;
@@ -178,9 +179,9 @@ class Scheduler {
   std::string drainOwner(const std::string& node) const;  // caller holds mu_ (any mode)
   void expireLocked(std::vector<Completion>* out);
 
-  std::map<std::string, Gang> gangs_;   // guarded by mu_
-  uint64_t gang_arrivals_ = 0;          // guarded by mu_
-  GangEvents gang_events_;              // guarded by mu_
+  std::map<std::string, Gang> gangs_;  // guarded by mu_
+  uint64_t gang_arrivals_ = 0;         // guarded by mu_
+  GangEvents gang_events_;             // guarded by mu_
 
   SchedulerConfig config_;
   model::TopologyCatalog catalog_;
@@ -192,6 +193,10 @@ class Scheduler {
   mutable std::mutex pending_mu_;  // guards pending_
   std::unordered_map<std::string, Pending> pending_;
   uint64_t pending_seq_ = 0;
+
+  // The requests filter saw recently (own lock): the mix fgd and troupe measure fragmentation
+  // against in prioritize.
+  RequestMixWindow mix_window_;
 };
 
 }  // namespace troupe::sched

@@ -20,7 +20,7 @@ namespace troupe::sim {
 inline constexpr int64_t kTracePodLimit = 1001;
 
 struct Cluster {
-  std::vector<model::NodeInfo> nodes;  // sorted by name: the seeded node order indexes them so
+  std::vector<model::NodeInfo> nodes;  // sorted by name, the order the seeded ranks index
   int64_t gpus = 0;
   int64_t gpu_milli() const { return gpus * model::kMilliPerGpu; }
 };

@@ -24,12 +24,13 @@ struct RunResult {
   int64_t seed = 0;
   int64_t capacity_gpus = 0;
   std::vector<CurvePoint> curve;  // one point per pod tried
+  std::vector<int> node_of;       // per pod tried: the node index it went to, -1 if dropped
   int pods = 0;
   int clones = 0;
   int placed = 0;
-  int multi_gpu_placed = 0;       // pods of 2+ GPUs placed
-  int multi_gpu_best = 0;         // ... of them on a best-possible GPU set of their node
-  double seconds = 0;             // wall time of the replay
+  int multi_gpu_placed = 0;  // pods of 2+ GPUs placed
+  int multi_gpu_best = 0;    // ... of them on a best-possible GPU set of their node
+  double seconds = 0;        // wall time of the replay
 };
 
 struct ReplayInput {

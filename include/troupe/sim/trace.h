@@ -29,8 +29,8 @@ struct TracePod {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   int num_gpu = 0;
-  int64_t gpu_milli = 0;        // per GPU, clamped to 1000 as the artifact's converter does
-  std::string gpu_spec;         // allowed models, '|'-separated; "" = any
+  int64_t gpu_milli = 0;  // per GPU, clamped to 1000 as the artifact's converter does
+  std::string gpu_spec;   // allowed models, '|'-separated; "" = any
 
   int64_t gpuRequestMilli() const { return num_gpu * gpu_milli; }
 };

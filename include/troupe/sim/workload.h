@@ -3,7 +3,8 @@
 //   1. one throw-away draw (the artifact logs rand.Int() after seeding);
 //   2. the pods sorted by name, then shuffled;
 //   3. tuned to `tune_ratio` of the GPU capacity: pods drawn at random from the sorted list are
-//      cloned and appended at the end until the next one's per-GPU milli would pass the target;
+//      cloned and appended at the end until the next one's per-GPU milli would pass the target
+//      (a trace already above the target is replayed whole; the artifact would drop pods);
 //   4. ten draws skipped (client-go informers take them in the artifact);
 //   5. a permutation of the nodes (sorted by name): node i gets rank perm[i], the tie-break.
 // The stream then goes on serving the random policy.

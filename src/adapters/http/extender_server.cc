@@ -1,11 +1,11 @@
 #include "adapters/http/extender_server.h"
 
+#include <cpprest/http_listener.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <future>
-
-#include <cpprest/http_listener.h>
 
 #include "adapters/http/wire.h"
 
@@ -15,7 +15,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 HttpResponse ok(std::string body) { return {200, std::move(body), "application/json"}; }
-HttpResponse badRequest(const std::string& message) { return {400, encodeHttpError(message), "application/json"}; }
+HttpResponse badRequest(const std::string& message) {
+  return {400, encodeHttpError(message), "application/json"};
+}
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -43,14 +45,19 @@ void ExtenderHandler::handleAsync(const std::string& method, const std::string& 
   std::string verb;
   HttpResponse early = route(method, path, body, &verb);
   if (verb != "bind" || early.status != 0) {
-    if (early.status == 0) early = HttpResponse{500, encodeHttpError("internal error: unrouted request"), "application/json"};
+    if (early.status == 0)
+      early = HttpResponse{500, encodeHttpError("internal error: unrouted request"), "application/json"};
     reply(std::move(early));
     return;
   }
   // Bind answers later: when the pod's gang is complete, or at once for a pod on its own.
   bind(body, [this, start, reply = std::move(reply)](HttpResponse r) {
     const bool failed = r.body.find("\"Error\":\"\"") == std::string::npos;
-    metrics_.observeRequest("bind", r.status == 400 ? "bad_request" : failed ? "error" : "ok", secondsSince(start));
+    metrics_.observeRequest("bind",
+                            r.status == 400 ? "bad_request"
+                            : failed        ? "error"
+                                            : "ok",
+                            secondsSince(start));
     reply(std::move(r));
   });
 }
@@ -75,18 +82,21 @@ HttpResponse ExtenderHandler::route(const std::string& method, const std::string
     const std::string verb = path.substr(path.rfind('/') + 1);
     const bool is_verb = verb == "filter" || verb == "prioritize" || verb == "bind" || verb == "preempt";
     if (!is_verb) {
-      return {404, encodeHttpError("no such endpoint " + method + " " + path +
-                                   "; Troupe serves POST /filter, /prioritize, /bind, /preempt and "
-                                   "GET /healthz, /readyz, /metrics"), "application/json"};
+      return {404,
+              encodeHttpError("no such endpoint " + method + " " + path +
+                              "; Troupe serves POST /filter, /prioritize, /bind, /preempt and "
+                              "GET /healthz, /readyz, /metrics"),
+              "application/json"};
     }
     if (method != "POST") {
       return {405, encodeHttpError(verb + " takes POST with a JSON body, not " + method), "application/json"};
     }
     if (body.size() > options_.max_body_bytes) {
       metrics_.observeRequest(verb, "bad_request", 0);
-      return {413, encodeHttpError("request body of " + std::to_string(body.size()) +
-                                   " bytes is over the limit of " + std::to_string(options_.max_body_bytes) +
-                                   "; raise maxBodyBytes in Troupe's config or use nodeCacheCapable: true"),
+      return {413,
+              encodeHttpError("request body of " + std::to_string(body.size()) +
+                              " bytes is over the limit of " + std::to_string(options_.max_body_bytes) +
+                              "; raise maxBodyBytes in Troupe's config or use nodeCacheCapable: true"),
               "application/json"};
     }
     if (!options_.record_dir.empty()) record(verb, body);
@@ -105,7 +115,9 @@ HttpResponse ExtenderHandler::route(const std::string& method, const std::string
       return {0, "", ""};
     }
     const auto start = Clock::now();
-    HttpResponse r = verb == "filter" ? filter(body) : verb == "prioritize" ? prioritize(body) : preempt(body);
+    HttpResponse r = verb == "filter"       ? filter(body)
+                     : verb == "prioritize" ? prioritize(body)
+                                            : preempt(body);
     std::string outcome = r.status == 400 ? "bad_request" : "ok";
     if (r.status == 200 && r.body.find("\"Error\":\"") != std::string::npos &&
         r.body.find("\"Error\":\"\"") == std::string::npos) {
@@ -176,28 +188,29 @@ void ExtenderHandler::bind(const std::string& body, Reply reply) {
     });
     return;
   }
-  scheduler_.bind(b.pod_uid, b.pod_namespace, b.pod_name, b.node,
-                  [this, b, reply = std::move(reply)](Result<model::Allocation> a) {
-    const std::string pod = b.pod_namespace + "/" + b.pod_name;
-    if (!a.isOk()) {
-      logger_.warn("bind refused", {{"pod", pod}, {"node", b.node}, {"error", a.status().message()}});
-      reply(ok(encodeBindingResult(a.status().message())));
-      return;
-    }
-    if (post_bind_) {
-      if (Status st = post_bind_(b, a.value()); !st.isOk()) {
-        scheduler_.release(b.pod_uid);  // no GPU stays held for a pod that did not bind
-        logger_.warn("bind failed", {{"pod", pod}, {"node", b.node}, {"error", st.message()}});
-        reply(ok(encodeBindingResult(st.message())));
-        return;
-      }
-    }
-    std::string gpus;
-    for (int g : a.value().gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
-    logger_.info("bound", {{"pod", pod}, {"node", b.node}, {"gpus", gpus}, {"gang", a.value().gang}});
-    metrics_.observePlacement(a.value().topology_quality, a.value().topology_quality >= 1.0 - 1e-9);
-    reply(ok(encodeBindingResult("")));
-  });
+  scheduler_.bind(
+      b.pod_uid, b.pod_namespace, b.pod_name, b.node,
+      [this, b, reply = std::move(reply)](Result<model::Allocation> a) {
+        const std::string pod = b.pod_namespace + "/" + b.pod_name;
+        if (!a.isOk()) {
+          logger_.warn("bind refused", {{"pod", pod}, {"node", b.node}, {"error", a.status().message()}});
+          reply(ok(encodeBindingResult(a.status().message())));
+          return;
+        }
+        if (post_bind_) {
+          if (Status st = post_bind_(b, a.value()); !st.isOk()) {
+            scheduler_.release(b.pod_uid);  // no GPU stays held for a pod that did not bind
+            logger_.warn("bind failed", {{"pod", pod}, {"node", b.node}, {"error", st.message()}});
+            reply(ok(encodeBindingResult(st.message())));
+            return;
+          }
+        }
+        std::string gpus;
+        for (int g : a.value().gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+        logger_.info("bound", {{"pod", pod}, {"node", b.node}, {"gpus", gpus}, {"gang", a.value().gang}});
+        metrics_.observePlacement(a.value().topology_quality, a.value().topology_quality >= 1.0 - 1e-9);
+        reply(ok(encodeBindingResult("")));
+      });
 }
 
 HttpResponse ExtenderHandler::preempt(const std::string& body) {
@@ -262,18 +275,20 @@ Status ExtenderServer::start() {
         impl->handler.handleAsync(method, path, std::string(limit + 1, ' '), reply);
         return;
       }
-      request.extract_vector().then([impl, method, path, reply](pplx::task<std::vector<unsigned char>> t) mutable {
-        std::string body;
-        try {
-          std::vector<unsigned char> bytes = t.get();
-          body.assign(bytes.begin(), bytes.end());
-        } catch (const std::exception& e) {
-          reply(HttpResponse{400, encodeHttpError(std::string("could not read the request body: ") + e.what()),
-                             "application/json"});
-          return;
-        }
-        impl->handler.handleAsync(method, path, body, reply);
-      });
+      request.extract_vector().then(
+          [impl, method, path, reply](pplx::task<std::vector<unsigned char>> t) mutable {
+            std::string body;
+            try {
+              std::vector<unsigned char> bytes = t.get();
+              body.assign(bytes.begin(), bytes.end());
+            } catch (const std::exception& e) {
+              reply(HttpResponse{400,
+                                 encodeHttpError(std::string("could not read the request body: ") + e.what()),
+                                 "application/json"});
+              return;
+            }
+            impl->handler.handleAsync(method, path, body, reply);
+          });
     });
     impl_->listener->open().wait();
   } catch (const std::exception& e) {
@@ -296,7 +311,8 @@ void ExtenderServer::stop() {
 Result<std::pair<std::string, int>> parseListenAddress(const std::string& text) {
   size_t colon = text.rfind(':');
   auto bad = [&] {
-    return invalidArgument("--listen \"" + text + "\" must be HOST:PORT, e.g. 127.0.0.1:8888 or 0.0.0.0:8888");
+    return invalidArgument("--listen \"" + text +
+                           "\" must be HOST:PORT, e.g. 127.0.0.1:8888 or 0.0.0.0:8888");
   };
   if (colon == std::string::npos || colon == 0) return bad();
   std::string host = text.substr(0, colon);

@@ -32,7 +32,7 @@ struct HttpResponse {
 
 struct HandlerOptions {
   size_t max_body_bytes = 64 << 20;  // a 5,000-node full NodeList is ~20 MiB
-  std::string record_dir;             // when set, every extender request body is saved here
+  std::string record_dir;            // when set, every extender request body is saved here
 };
 
 // What happens once Troupe has chosen a pod's GPUs at bind: nothing more in standalone mode;

@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <ctime>
-
 #include <nlohmann/json.hpp>
 
 namespace troupe::http {

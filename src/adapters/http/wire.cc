@@ -224,7 +224,8 @@ Result<sched::PodFacts> podFromJson(const Json& pod) {
         (std::string(list) == "containers" ? out.containers : out.init_containers).push_back(c.value());
       }
     }
-    if (const Json* p = field(*spec, "priority"); p && p->is_number_integer()) out.priority = p->get<int64_t>();
+    if (const Json* p = field(*spec, "priority"); p && p->is_number_integer())
+      out.priority = p->get<int64_t>();
     out.node_name = str(field(*spec, "nodeName"));
   }
   if (const Json* status = field(pod, "status"); status && status->is_object()) {
@@ -243,7 +244,8 @@ Result<model::NodeFacts> nodeFromJson(const Json& node) {
   out.labels = stringMap(field(*meta, "labels"));
   out.annotations = stringMap(field(*meta, "annotations"));
   if (const Json* spec = field(node, "spec"); spec && spec->is_object()) {
-    if (const Json* u = field(*spec, "unschedulable"); u && u->is_boolean()) out.unschedulable = u->get<bool>();
+    if (const Json* u = field(*spec, "unschedulable"); u && u->is_boolean())
+      out.unschedulable = u->get<bool>();
   }
   if (const Json* status = field(node, "status"); status && status->is_object()) {
     const Json* alloc = field(*status, "allocatable");
@@ -281,7 +283,8 @@ Result<ExtenderArgs> decodeExtenderArgs(std::string_view body) {
     args.node_cache_mode = true;
   } else if (nodes && !nodes->is_null()) {
     Json* items = mutableField(*nodes, "items");
-    if (!items || !items->is_array()) return badRequest("ExtenderArgs.Nodes.items must be an array of v1.Node");
+    if (!items || !items->is_array())
+      return badRequest("ExtenderArgs.Nodes.items must be an array of v1.Node");
     args.node_cache_mode = false;
     args.node_names.reserve(items->size());
     args.nodes.reserve(items->size());
@@ -337,8 +340,11 @@ std::string encodeFilterResult(const ExtenderArgs& args, const sched::FilterResu
 }
 
 std::string encodeFilterError(const std::string& message) {
-  OrderedJson out = {{"Nodes", nullptr}, {"NodeNames", nullptr}, {"FailedNodes", nullptr},
-              {"FailedAndUnresolvableNodes", nullptr}, {"Error", message}};
+  OrderedJson out = {{"Nodes", nullptr},
+                     {"NodeNames", nullptr},
+                     {"FailedNodes", nullptr},
+                     {"FailedAndUnresolvableNodes", nullptr},
+                     {"Error", message}};
   return out.dump();
 }
 
@@ -367,8 +373,10 @@ Result<BindingArgs> decodeBindingArgs(std::string_view body) {
   b.pod_namespace = str(field(doc.value(), "PodNamespace"));
   b.pod_uid = str(field(doc.value(), "PodUID"));
   b.node = str(field(doc.value(), "Node"));
-  for (auto [value, name] : {std::pair{&b.pod_name, "PodName"}, {&b.pod_namespace, "PodNamespace"},
-                             {&b.pod_uid, "PodUID"}, {&b.node, "Node"}}) {
+  for (auto [value, name] : {std::pair{&b.pod_name, "PodName"},
+                             {&b.pod_namespace, "PodNamespace"},
+                             {&b.pod_uid, "PodUID"},
+                             {&b.node, "Node"}}) {
     if (value->empty()) return badRequest(std::string("ExtenderBindingArgs.") + name + " is missing");
   }
   return b;
@@ -397,7 +405,8 @@ Result<PreemptionArgs> decodePreemptionArgs(std::string_view body) {
   } else {
     return args;  // no candidates
   }
-  if (!map->is_object()) return badRequest("ExtenderPreemptionArgs victims must be a map of node name to victims");
+  if (!map->is_object())
+    return badRequest("ExtenderPreemptionArgs victims must be a map of node name to victims");
   for (auto it = map->begin(); it != map->end(); ++it) {
     const std::string where = "ExtenderPreemptionArgs victims[\"" + it.key() + "\"]";
     std::vector<std::string>& uids = args.victims[it.key()];
@@ -405,7 +414,9 @@ Result<PreemptionArgs> decodePreemptionArgs(std::string_view body) {
     const Json* pods = field(it.value(), "Pods");
     if (pods && pods->is_array()) {
       for (const Json& p : *pods) {
-        std::string uid = args.meta ? str(field(p, "UID")) : str(field(p, "metadata") ? field(*field(p, "metadata"), "uid") : nullptr);
+        std::string uid = args.meta
+                              ? str(field(p, "UID"))
+                              : str(field(p, "metadata") ? field(*field(p, "metadata"), "uid") : nullptr);
         if (uid.empty()) return badRequest(where + ": a victim without a UID");
         uids.push_back(uid);
       }
@@ -424,7 +435,8 @@ std::string encodePreemptionResult(const std::map<std::string, std::vector<std::
     OrderedJson pods = OrderedJson::array();
     for (const std::string& uid : uids) pods.push_back({{"UID", uid}});
     auto pdb = pdb_violations.find(node);
-    map[node] = {{"Pods", std::move(pods)}, {"NumPDBViolations", pdb == pdb_violations.end() ? 0 : pdb->second}};
+    map[node] = {{"Pods", std::move(pods)},
+                 {"NumPDBViolations", pdb == pdb_violations.end() ? 0 : pdb->second}};
   }
   return OrderedJson{{"NodeNameToMetaVictims", std::move(map)}}.dump();
 }

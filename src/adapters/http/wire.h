@@ -5,12 +5,11 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
@@ -34,10 +33,10 @@ Result<model::NodeFacts> nodeFromJson(const Json& node);
 // ExtenderArgs: the filter and prioritize request.
 struct ExtenderArgs {
   sched::PodFacts pod;
-  bool node_cache_mode = true;                 // NodeNames given (true) or a full NodeList
-  std::vector<std::string> node_names;         // in both modes: the candidates, in order
-  std::vector<model::NodeFacts> nodes;         // full mode only
-  std::vector<Json> node_objects;              // full mode only: the objects as received
+  bool node_cache_mode = true;          // NodeNames given (true) or a full NodeList
+  std::vector<std::string> node_names;  // in both modes: the candidates, in order
+  std::vector<model::NodeFacts> nodes;  // full mode only
+  std::vector<Json> node_objects;       // full mode only: the objects as received
 };
 Result<ExtenderArgs> decodeExtenderArgs(std::string_view body);
 

@@ -1,14 +1,14 @@
 #include "adapters/kube/api_client.h"
 
-#include <cctype>
-#include <cerrno>
-#include <system_error>
-
-#include <boost/asio/ssl.hpp>
 #include <cpprest/http_client.h>
-#include <nlohmann/json.hpp>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+
+#include <boost/asio/ssl.hpp>
+#include <cctype>
+#include <cerrno>
+#include <nlohmann/json.hpp>
+#include <system_error>
 
 namespace troupe::kube {
 namespace {
@@ -101,7 +101,8 @@ ApiReply replyFromHttp(int status, std::string body) {
     return r;
   }
   switch (status) {
-    case 400: case 422: r.kind = ApiErrorKind::kInvalid; break;
+    case 400:
+    case 422: r.kind = ApiErrorKind::kInvalid; break;
     case 401: r.kind = ApiErrorKind::kUnauthorized; break;
     case 403: r.kind = ApiErrorKind::kForbidden; break;
     case 404: r.kind = ApiErrorKind::kNotFound; break;
@@ -117,7 +118,8 @@ ApiReply replyFromHttp(int status, std::string body) {
   } else {
     r.message = r.body.substr(0, 200);
   }
-  r.message = "HTTP " + std::to_string(status) + " " + apiErrorName(r.kind) + (r.message.empty() ? "" : ": " + r.message);
+  r.message = "HTTP " + std::to_string(status) + " " + apiErrorName(r.kind) +
+              (r.message.empty() ? "" : ": " + r.message);
   return r;
 }
 
@@ -137,8 +139,10 @@ Status toStatus(const ApiReply& reply, const std::string& what) {
     case ApiErrorKind::kGone: return failedPrecondition(std::move(m));
     case ApiErrorKind::kInvalid: return invalidArgument(std::move(m));
     case ApiErrorKind::kForbidden:
-      return failedPrecondition(m + " (Troupe's service account lacks an RBAC permission; see deploy/rbac.yaml)");
-    case ApiErrorKind::kUnauthorized: return failedPrecondition(m + " (check the token or client certificate)");
+      return failedPrecondition(m +
+                                " (Troupe's service account lacks an RBAC permission; see deploy/rbac.yaml)");
+    case ApiErrorKind::kUnauthorized:
+      return failedPrecondition(m + " (check the token or client certificate)");
     default: return unavailable(std::move(m));
   }
 }
@@ -193,9 +197,11 @@ Result<std::unique_ptr<ApiClient>> ApiClient::create(ClusterEndpoint endpoint, A
   std::shared_ptr<const ClusterEndpoint> ep = impl->endpoint;
   impl->config.set_ssl_context_callback([ep](boost::asio::ssl::context& ctx) { configureTls(*ep, ctx); });
   try {
-    impl->client = std::make_unique<client::http_client>(utility::conversions::to_string_t(ep->server), impl->config);
+    impl->client =
+        std::make_unique<client::http_client>(utility::conversions::to_string_t(ep->server), impl->config);
   } catch (const std::exception& e) {
-    return invalidArgument("API server URL \"" + ep->server + "\" (" + ep->source + ") is not usable: " + e.what());
+    return invalidArgument("API server URL \"" + ep->server + "\" (" + ep->source +
+                           ") is not usable: " + e.what());
   }
   return std::unique_ptr<ApiClient>(new ApiClient(std::move(impl)));
 }
@@ -226,11 +232,17 @@ ApiReply ApiClient::stream(const std::string& path, std::chrono::seconds idle_ti
   if (stop.stopped()) return replyFromFailure(ApiErrorKind::kCancelled, "stopped");
   pplx::cancellation_token_source cts;
   const uint64_t subscription = stop.subscribe([cts]() mutable { cts.cancel(); });
-  struct Unsubscribe {
+  // On every way out: stop listening for stop(), and abort the request, so a stream left
+  // early (an ERROR event, a bad line) does not keep downloading into a buffer nobody reads.
+  struct Cleanup {
     StopSignal& stop;
     uint64_t id;
-    ~Unsubscribe() { stop.unsubscribe(id); }
-  } unsubscribe{stop, subscription};
+    pplx::cancellation_token_source cts;
+    ~Cleanup() {
+      stop.unsubscribe(id);
+      cts.cancel();
+    }
+  } cleanup{stop, subscription, cts};
   try {
     // Its own client: a watch holds its connection for minutes, and its idle timeout differs.
     client::http_client_config config = impl_->config;
@@ -239,7 +251,8 @@ ApiReply ApiClient::stream(const std::string& path, std::chrono::seconds idle_ti
     http::http_response resp = watch_client.request(impl_->makeRequest("GET", path), cts.get_token()).get();
     if (resp.status_code() != http::status_codes::OK) {
       ApiReply reply = replyFromHttp(resp.status_code(), resp.extract_utf8string(true).get());
-      if (reply.kind == ApiErrorKind::kUnauthorized && impl_->endpoint->token) impl_->endpoint->token->invalidate();
+      if (reply.kind == ApiErrorKind::kUnauthorized && impl_->endpoint->token)
+        impl_->endpoint->token->invalidate();
       return reply;
     }
     auto buf = resp.body().streambuf();

@@ -71,7 +71,9 @@ class KubeTransport {
 };
 
 struct ApiClientOptions {
-  std::chrono::seconds request_timeout{20};
+  // Per request (a watch has its own). A bind makes three, and kube-scheduler's httpTimeout is
+  // typically 30 s.
+  std::chrono::seconds request_timeout{10};
   std::string user_agent = "troupe";
 };
 

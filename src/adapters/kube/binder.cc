@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <future>
-
 #include <nlohmann/json.hpp>
 
 namespace troupe::kube {
@@ -18,8 +17,8 @@ std::string assignmentMessage(const model::Allocation& a) {
     m = "Troupe assigned a " + std::to_string(a.milli_per_gpu) + "/1000 share of GPU " + formatGpus(a.gpus) +
         " on node " + a.node + " (shared GPUs are packed before whole ones are opened)";
   } else {
-    m = "Troupe assigned GPU" + std::string(a.gpus.size() == 1 ? " " : "s ") + formatGpus(a.gpus) + " on node " +
-        a.node + ": ";
+    m = "Troupe assigned GPU" + std::string(a.gpus.size() == 1 ? " " : "s ") + formatGpus(a.gpus) +
+        " on node " + a.node + ": ";
     if (a.gpus.size() <= 1) {
       m += "the node was ranked by how full it is (partly used nodes first, so whole nodes stay free)";
     } else if (a.topology_quality >= 1.0 - 1e-9) {
@@ -28,8 +27,9 @@ std::string assignmentMessage(const model::Allocation& a) {
     } else {
       char q[16];
       std::snprintf(q, sizeof q, "%.2f", a.topology_quality);
-      m += "the best-connected free set there, at " + std::string(q) + " of the bandwidth of the node's best " +
-           std::to_string(a.gpus.size()) + "-GPU set (the better-connected GPUs are taken)";
+      m += "the best-connected free set there, at " + std::string(q) +
+           " of the bandwidth of the node's best " + std::to_string(a.gpus.size()) +
+           "-GPU set (the better-connected GPUs are taken)";
     }
   }
   if (!a.gang.empty()) m += "; gang " + a.gang;
@@ -37,7 +37,8 @@ std::string assignmentMessage(const model::Allocation& a) {
 }
 
 bool isNoRecord(const Status& s) {
-  return s.code() == Code::kFailedPrecondition && s.message().find("has no record of pod") != std::string::npos;
+  return s.code() == Code::kFailedPrecondition &&
+         s.message().find("has no record of pod") != std::string::npos;
 }
 
 }  // namespace
@@ -176,13 +177,15 @@ void Binder::prepare(const JobPtr& job) {
   job->pod = std::move(pod).value();
   const PodView& p = job->pod;
   if (p.facts.uid != b.pod_uid) {
-    finish(job, failedPrecondition("pod " + key + " is now a different pod (uid " + p.facts.uid +
-                                   ", kube-scheduler asked to bind uid " + b.pod_uid + "); nothing was bound"));
+    finish(job,
+           failedPrecondition("pod " + key + " is now a different pod (uid " + p.facts.uid +
+                              ", kube-scheduler asked to bind uid " + b.pod_uid + "); nothing was bound"));
     return;
   }
   if (p.bound()) {
     if (p.facts.node_name != b.node) {
-      finish(job, failedPrecondition("pod " + key + " is already bound to node " + p.facts.node_name + ", not " + b.node));
+      finish(job, failedPrecondition("pod " + key + " is already bound to node " + p.facts.node_name +
+                                     ", not " + b.node));
       return;
     }
     // Already bound here: a retry whose first answer was lost. Its GPUs are what the API says.
@@ -197,13 +200,15 @@ void Binder::prepare(const JobPtr& job) {
       a.pod_key = key;
       a.node = b.node;
     }
-    logger_.info("bind retried: pod already bound", {{"pod", key}, {"node", b.node}, {"gpus", formatGpus(a.gpus)}});
+    logger_.info("bind retried: pod already bound",
+                 {{"pod", key}, {"node", b.node}, {"gpus", formatGpus(a.gpus)}});
     finish(job, a);
     return;
   }
   // Unbound, as read just now: a reservation it holds on another node is a leftover of an
   // earlier failed attempt; one on this node is reused.
-  if (std::optional<model::Allocation> held = scheduler_.allocationOf(b.pod_uid); held && held->node != b.node) {
+  if (std::optional<model::Allocation> held = scheduler_.allocationOf(b.pod_uid);
+      held && held->node != b.node) {
     releasePod(b.pod_uid);
   }
   clearUnconfirmed(b.pod_uid);
@@ -257,7 +262,8 @@ void Binder::commit(const JobPtr& job, Result<model::Allocation> reserved) {
   ApiReply r = api_.request("POST", path + "/binding", binding.dump());
   if (r.ok()) {
     if (events_) {
-      events_->podEvent(PodRef{b.pod_namespace, b.pod_name, b.pod_uid}, "Normal", "GPUsAssigned", assignmentMessage(a));
+      events_->podEvent(PodRef{b.pod_namespace, b.pod_name, b.pod_uid}, "Normal", "GPUsAssigned",
+                        assignmentMessage(a));
     }
     finish(job, a);
     return;
@@ -269,9 +275,7 @@ void Binder::commit(const JobPtr& job, Result<model::Allocation> reserved) {
       return;
     case ApiErrorKind::kConflict:  // already bound (perhaps by our own earlier attempt), or replaced
     case ApiErrorKind::kServer:    // may have been stored
-    case ApiErrorKind::kTransport:
-      verify(job, a, r.message);
-      return;
+    case ApiErrorKind::kTransport: verify(job, a, r.message); return;
     default:
       releasePod(b.pod_uid);
       finish(job, toStatus(r, "create the Binding of pod " + key + " to node " + b.node));
@@ -296,16 +300,18 @@ void Binder::verify(const JobPtr& job, const model::Allocation& a, const std::st
   if (!pod.isOk()) {
     // Neither answer is known: keep the GPUs until the pod can be read (reconcile()).
     markUnconfirmed(job);
-    finish(job, unavailable("the Binding of pod " + key + " to node " + b.node + " may or may not exist (" + failure +
-                            "; reading the pod back failed: " + (r.ok() ? pod.status().message() : r.message) +
-                            "); Troupe keeps GPUs " + formatGpus(a.gpus) + " there until it can tell"));
+    finish(job, unavailable(
+                    "the Binding of pod " + key + " to node " + b.node + " may or may not exist (" + failure +
+                    "; reading the pod back failed: " + (r.ok() ? pod.status().message() : r.message) +
+                    "); Troupe keeps GPUs " + formatGpus(a.gpus) + " there until it can tell"));
     return;
   }
   const PodView& p = pod.value();
   if (p.facts.uid == b.pod_uid && p.facts.node_name == b.node) {
     logger_.info("binding confirmed after an error", {{"pod", key}, {"node", b.node}, {"error", failure}});
     if (events_) {
-      events_->podEvent(PodRef{b.pod_namespace, b.pod_name, b.pod_uid}, "Normal", "GPUsAssigned", assignmentMessage(a));
+      events_->podEvent(PodRef{b.pod_namespace, b.pod_name, b.pod_uid}, "Normal", "GPUsAssigned",
+                        assignmentMessage(a));
     }
     finish(job, a);
     return;
@@ -313,13 +319,15 @@ void Binder::verify(const JobPtr& job, const model::Allocation& a, const std::st
   releasePod(b.pod_uid);
   if (p.facts.uid == b.pod_uid && p.bound()) sync_.applyPod(p);  // bound elsewhere: count the truth
   std::string why = p.facts.uid != b.pod_uid ? "the pod was replaced by another of the same name"
-                    : p.bound()               ? "it is bound to node " + p.facts.node_name
-                                              : "it is not bound";
-  finish(job, failedPrecondition("cannot bind pod " + key + " to node " + b.node + ": " + failure + " (" + why + ")"));
+                    : p.bound()              ? "it is bound to node " + p.facts.node_name
+                                             : "it is not bound";
+  finish(job, failedPrecondition("cannot bind pod " + key + " to node " + b.node + ": " + failure + " (" +
+                                 why + ")"));
 }
 
 void Binder::finish(const JobPtr& job, Result<model::Allocation> result) {
-  const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - job->start).count();
+  const auto ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - job->start).count();
   logger_.debug("bind finished", {{"pod", job->args.pod_namespace + "/" + job->args.pod_name},
                                   {"ok", result.isOk() ? "true" : "false"},
                                   {"ms", std::to_string(ms)}});
@@ -371,7 +379,8 @@ void Binder::reconcile() {
         }
         settled = true;
         logger_.info("unconfirmed binding settled",
-                     {{"pod", t.ns + "/" + t.name}, {"bound", p.facts.uid == uid && p.bound() ? p.facts.node_name : "no"}});
+                     {{"pod", t.ns + "/" + t.name},
+                      {"bound", p.facts.uid == uid && p.bound() ? p.facts.node_name : "no"}});
       }
     }
     JobPtr next;

@@ -111,7 +111,7 @@ class Binder final : public http::PodBinder {
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 
-  mutable std::mutex pods_mu_;  // guards busy_ and unconfirmed_
+  mutable std::mutex pods_mu_;                                // guards busy_ and unconfirmed_
   std::unordered_map<std::string, std::deque<JobPtr>> busy_;  // pod uid -> binds waiting for it
   std::unordered_map<std::string, Target> unconfirmed_;
 };

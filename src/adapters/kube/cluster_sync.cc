@@ -57,7 +57,8 @@ bool sameHolding(const model::Allocation& a, const std::string& node, const std:
 
 }  // namespace
 
-ClusterSync::ClusterSync(sched::Scheduler& scheduler, http::Logger& logger) : scheduler_(scheduler), logger_(logger) {}
+ClusterSync::ClusterSync(sched::Scheduler& scheduler, http::Logger& logger)
+    : scheduler_(scheduler), logger_(logger) {}
 
 void ClusterSync::onSynced(std::function<void()> callback) {
   std::lock_guard lock(mu_);
@@ -177,15 +178,17 @@ void ClusterSync::recordLocked(const std::string& uid, PodRecord& rec) {
   // The annotation cannot be honoured (overlaps another pod's GPUs, or out of range): count
   // the GPUs as held at unknown indices so nobody gets them twice.
   ++conflicts_;
-  logger_.warn("pod GPU annotation conflicts with the node's state; counting its GPUs as held at unknown indices",
-               {{"pod", rec.key}, {"node", rec.node}, {"gpus", formatGpus(a.gpus)}, {"error", s.message()}});
+  logger_.warn(
+      "pod GPU annotation conflicts with the node's state; counting its GPUs as held at unknown indices",
+      {{"pod", rec.key}, {"node", rec.node}, {"gpus", formatGpus(a.gpus)}, {"error", s.message()}});
   rec.unknown = static_cast<int16_t>(a.gpus.size() + static_cast<size_t>(a.unknown_gpus));
   rec.mask = 0;
   a.gpus.clear();
   a.unknown_gpus = rec.unknown;
   s = scheduler_.recordAllocation(a);
   rec.recorded = s.isOk();
-  if (!s.isOk()) logger_.error("cannot record pod", {{"pod", rec.key}, {"node", rec.node}, {"error", s.message()}});
+  if (!s.isOk())
+    logger_.error("cannot record pod", {{"pod", rec.key}, {"node", rec.node}, {"error", s.message()}});
 }
 
 void ClusterSync::deletePod(const std::string& uid) {
@@ -222,7 +225,8 @@ void ClusterSync::PodHandler::endList() {
     }
     for (const std::string& uid : gone) sync_.forgetPodLocked(uid);
     if (!gone.empty()) {
-      sync_.logger_.info("relist: pods gone while the watch was down", {{"released", std::to_string(gone.size())}});
+      sync_.logger_.info("relist: pods gone while the watch was down",
+                         {{"released", std::to_string(gone.size())}});
     }
   }
   sync_.pods_synced_ = true;
@@ -259,7 +263,8 @@ void ClusterSync::applyNodeLocked(const model::NodeFacts& facts) {
   rec.digest = digest;
   Status s = scheduler_.upsertNode(facts);
   if (!s.isOk()) {
-    logger_.warn("node facts rejected; Troupe will not place GPU pods on it", {{"node", facts.name}, {"error", s.message()}});
+    logger_.warn("node facts rejected; Troupe will not place GPU pods on it",
+                 {{"node", facts.name}, {"error", s.message()}});
     if (was_valid) {
       scheduler_.removeNode(facts.name);
       unrecordNodeLocked(facts.name);

@@ -58,10 +58,10 @@ class ClusterSync {
 
   struct Stats {
     size_t nodes = 0;
-    size_t gpu_pods = 0;       // bound pods holding GPUs
-    size_t unknown_pods = 0;   // of which with unknown indices
-    size_t orphan_pods = 0;    // of which on nodes Troupe does not know (yet)
-    uint64_t conflicts = 0;    // annotations that could not be honoured
+    size_t gpu_pods = 0;      // bound pods holding GPUs
+    size_t unknown_pods = 0;  // of which with unknown indices
+    size_t orphan_pods = 0;   // of which on nodes Troupe does not know (yet)
+    uint64_t conflicts = 0;   // annotations that could not be honoured
   };
   Stats stats() const;
 
@@ -78,7 +78,7 @@ class ClusterSync {
   struct NodeRecord {
     uint64_t digest = 0;
     uint32_t generation = 0;
-    bool valid = false;       // the core accepted its facts
+    bool valid = false;  // the core accepted its facts
   };
 
   class NodeHandler final : public WatchHandler {
@@ -116,8 +116,8 @@ class ClusterSync {
   NodeHandler node_handler_{*this};
   PodHandler pod_handler_{*this};
 
-  mutable std::mutex mu_;  // guards everything below
-  std::unordered_map<std::string, PodRecord> pods_;   // uid -> bound GPU pod
+  mutable std::mutex mu_;                                              // guards everything below
+  std::unordered_map<std::string, PodRecord> pods_;                    // uid -> bound GPU pod
   std::unordered_map<std::string, std::vector<std::string>> orphans_;  // node -> pod uids waiting for it
   std::unordered_map<std::string, NodeRecord> nodes_;
   uint32_t pod_generation_ = 0;

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdio>
-
 #include <nlohmann/json.hpp>
 
 namespace troupe::kube {
@@ -32,7 +31,8 @@ std::string podEventJson(const PodRef& pod, const std::string& type, const std::
       {"apiVersion", "v1"},
       {"kind", "Event"},
       {"metadata", {{"name", pod.name.substr(0, 200) + suffix}, {"namespace", pod.ns}}},
-      {"involvedObject", {{"apiVersion", "v1"}, {"kind", "Pod"}, {"namespace", pod.ns}, {"name", pod.name}, {"uid", pod.uid}}},
+      {"involvedObject",
+       {{"apiVersion", "v1"}, {"kind", "Pod"}, {"namespace", pod.ns}, {"name", pod.name}, {"uid", pod.uid}}},
       {"reason", reason},
       {"message", message.substr(0, 1024)},
       {"type", type},
@@ -112,7 +112,8 @@ void EventRecorder::post(const Pending& e) {
     ++posted_;
   } else {
     ++dropped_;
-    logger_.debug("event not posted", {{"pod", e.pod.ns + "/" + e.pod.name}, {"reason", e.reason}, {"error", r.message}});
+    logger_.debug("event not posted",
+                  {{"pod", e.pod.ns + "/" + e.pod.name}, {"reason", e.reason}, {"error", r.message}});
   }
 }
 

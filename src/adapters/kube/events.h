@@ -55,7 +55,8 @@ class EventRecorder {
   void stop();   // posts nothing more; drops what is queued
 
   // Queues an event ("Normal" or "Warning"); false when rate-limited or the queue is full.
-  bool podEvent(const PodRef& pod, const std::string& type, const std::string& reason, const std::string& message);
+  bool podEvent(const PodRef& pod, const std::string& type, const std::string& reason,
+                const std::string& message);
   // Posts what is queued, on this thread (tests; or before exit).
   void flush();
 

@@ -1,14 +1,14 @@
 #include "adapters/kube/kube_config.h"
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
-
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 namespace troupe::kube {
 namespace {
@@ -78,7 +78,8 @@ struct Doc {
     for (const YAML::Node& item : items) {
       if (!item.IsMap() || !item["name"] || item["name"].Scalar() != name) continue;
       const YAML::Node body = item[kind];
-      if (!body || !body.IsMap()) return error(item, std::string(kind) + " \"" + name + "\" has no \"" + kind + "\" mapping");
+      if (!body || !body.IsMap())
+        return error(item, std::string(kind) + " \"" + name + "\" has no \"" + kind + "\" mapping");
       return body;
     }
     return invalidArgument(source + ": " + kind + " \"" + name + "\" is not in \"" + list + "\"");
@@ -95,13 +96,14 @@ struct Doc {
   }
 
   // "<key>-data" (base64) wins over "<key>" (a file).
-  Result<std::string> dataOrFile(const YAML::Node& map, const std::string& key, const std::string& what) const {
+  Result<std::string> dataOrFile(const YAML::Node& map, const std::string& key,
+                                 const std::string& what) const {
     const std::string data = str(map, (key + "-data").c_str());
     if (!data.empty()) {
       Result<std::string> decoded = decodeBase64(data);
       if (!decoded.isOk()) {
-        return error(map[key + "-data"], key + "-data of " + what + " is not valid base64: " +
-                                             decoded.status().message());
+        return error(map[key + "-data"],
+                     key + "-data of " + what + " is not valid base64: " + decoded.status().message());
       }
       return decoded;
     }
@@ -114,18 +116,21 @@ struct Doc {
 };
 
 Result<ClusterEndpoint> parseDoc(const YAML::Node& root, const Doc& doc, const std::string& wanted_context) {
-  if (!root || !root.IsMap()) return invalidArgument(doc.source + ": not a kubeconfig (expected a YAML mapping)");
+  if (!root || !root.IsMap())
+    return invalidArgument(doc.source + ": not a kubeconfig (expected a YAML mapping)");
   std::string context_name = wanted_context;
   if (context_name.empty()) context_name = Doc::str(root, "current-context");
   if (context_name.empty()) {
-    return invalidArgument(doc.source + ": no current-context is set; set one (kubectl config use-context) "
+    return invalidArgument(doc.source +
+                           ": no current-context is set; set one (kubectl config use-context) "
                            "or pass --kube-context");
   }
   Result<YAML::Node> context = doc.entry(root, "contexts", "context", context_name);
   if (!context.isOk()) return context.status();
   const std::string cluster_name = Doc::str(context.value(), "cluster");
   const std::string user_name = Doc::str(context.value(), "user");
-  if (cluster_name.empty()) return doc.error(context.value(), "context \"" + context_name + "\" names no cluster");
+  if (cluster_name.empty())
+    return doc.error(context.value(), "context \"" + context_name + "\" names no cluster");
 
   ClusterEndpoint ep;
   ep.source = "kubeconfig " + doc.source + " (context " + context_name + ")";
@@ -143,23 +148,27 @@ Result<ClusterEndpoint> parseDoc(const YAML::Node& root, const Doc& doc, const s
   while (ep.server.size() > 8 && ep.server.back() == '/') ep.server.pop_back();
   if (const YAML::Node insecure = c["insecure-skip-tls-verify"]; insecure) {
     if (!insecure.IsScalar() || (insecure.Scalar() != "true" && insecure.Scalar() != "false")) {
-      return doc.error(insecure, "cluster \"" + cluster_name + "\": insecure-skip-tls-verify must be true or false");
+      return doc.error(insecure,
+                       "cluster \"" + cluster_name + "\": insecure-skip-tls-verify must be true or false");
     }
     ep.insecure_skip_verify = insecure.Scalar() == "true";
   }
   ep.tls_server_name = Doc::str(c, "tls-server-name");
   if (!Doc::str(c, "proxy-url").empty()) {
-    return doc.error(c["proxy-url"], "cluster \"" + cluster_name + "\": proxy-url is not supported by Troupe");
+    return doc.error(c["proxy-url"],
+                     "cluster \"" + cluster_name + "\": proxy-url is not supported by Troupe");
   }
   Result<std::string> ca = doc.dataOrFile(c, "certificate-authority", "cluster \"" + cluster_name + "\"");
   if (!ca.isOk()) return ca.status();
   ep.ca_pem = ca.value();
   if (!ep.ca_pem.empty()) {
     if (ep.insecure_skip_verify) {
-      return doc.error(c, "cluster \"" + cluster_name + "\" sets both a certificate authority and "
-                          "insecure-skip-tls-verify: true; remove one (as kubectl requires)");
+      return doc.error(c, "cluster \"" + cluster_name +
+                              "\" sets both a certificate authority and "
+                              "insecure-skip-tls-verify: true; remove one (as kubectl requires)");
     }
-    if (Status s = checkCertificates(ep.ca_pem, "certificate authority of cluster \"" + cluster_name + "\" in " + doc.source);
+    if (Status s = checkCertificates(
+            ep.ca_pem, "certificate authority of cluster \"" + cluster_name + "\" in " + doc.source);
         !s.isOk()) {
       return s;
     }
@@ -170,11 +179,15 @@ Result<ClusterEndpoint> parseDoc(const YAML::Node& root, const Doc& doc, const s
     if (!user.isOk()) return user.status();
     const YAML::Node& u = user.value();
     const std::string what = "user \"" + user_name + "\"";
-    if (u["exec"]) return doc.error(u["exec"], what + " uses an exec credential plugin, which Troupe does not run; "
-                                                      "use a token, tokenFile or client certificate");
+    if (u["exec"])
+      return doc.error(u["exec"], what +
+                                      " uses an exec credential plugin, which Troupe does not run; "
+                                      "use a token, tokenFile or client certificate");
     if (u["auth-provider"]) {
-      return doc.error(u["auth-provider"], what + " uses an auth-provider plugin, which Troupe does not support; "
-                                                  "use a token, tokenFile or client certificate");
+      return doc.error(u["auth-provider"],
+                       what +
+                           " uses an auth-provider plugin, which Troupe does not support; "
+                           "use a token, tokenFile or client certificate");
     }
     Result<std::string> cert = doc.dataOrFile(u, "client-certificate", what);
     if (!cert.isOk()) return cert.status();
@@ -184,7 +197,8 @@ Result<ClusterEndpoint> parseDoc(const YAML::Node& root, const Doc& doc, const s
       return doc.error(u, what + " has a client certificate without a key or a key without a certificate");
     }
     if (!cert.value().empty()) {
-      if (Status s = checkKeyPair(cert.value(), key.value(), "client certificate of " + what + " in " + doc.source);
+      if (Status s =
+              checkKeyPair(cert.value(), key.value(), "client certificate of " + what + " in " + doc.source);
           !s.isOk()) {
         return s;
       }
@@ -195,7 +209,8 @@ Result<ClusterEndpoint> parseDoc(const YAML::Node& root, const Doc& doc, const s
       ep.token = std::make_shared<StaticToken>(token);
     } else if (std::string file = Doc::str(u, "tokenFile"); !file.empty()) {
       auto source = std::make_shared<FileToken>(doc.resolve(file));
-      if (Status s = source->load(); !s.isOk()) return invalidArgument(doc.source + ": " + what + ": " + s.message());
+      if (Status s = source->load(); !s.isOk())
+        return invalidArgument(doc.source + ": " + what + ": " + s.message());
       ep.token = source;
     }
     const std::string username = Doc::str(u, "username");
@@ -292,7 +307,8 @@ Status checkCertificates(const std::string& pem, const std::string& what) {
   ERR_clear_error();
   while (X509Ptr cert = X509Ptr(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr))) ++count;
   ERR_clear_error();  // the end of the data reads as an error
-  if (count == 0) return invalidArgument(what + " holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\")");
+  if (count == 0)
+    return invalidArgument(what + " holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\")");
   return Status::ok();
 }
 
@@ -303,7 +319,8 @@ Status checkKeyPair(const std::string& cert_pem, const std::string& key_pem, con
   if (!cert) return invalidArgument(what + ": the certificate is not PEM: " + openSslError());
   BioPtr kbio = memBio(key_pem);
   KeyPtr key(kbio ? PEM_read_bio_PrivateKey(kbio.get(), nullptr, nullptr, nullptr) : nullptr);
-  if (!key) return invalidArgument(what + ": the key is not an unencrypted PEM private key: " + openSslError());
+  if (!key)
+    return invalidArgument(what + ": the key is not an unencrypted PEM private key: " + openSslError());
   if (X509_check_private_key(cert.get(), key.get()) != 1) {
     ERR_clear_error();
     return invalidArgument(what + ": the key does not belong to the certificate");
@@ -318,7 +335,8 @@ Result<ClusterEndpoint> parseKubeconfig(const std::string& text, const std::stri
     YAML::Node root = YAML::Load(text);
     return parseDoc(root, doc, context);
   } catch (const YAML::ParserException& e) {
-    return invalidArgument(source_name + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+    return invalidArgument(source_name + ":" + std::to_string(e.mark.line + 1) +
+                           ": not valid YAML: " + e.msg);
   } catch (const YAML::Exception& e) {
     return invalidArgument(source_name + ": unexpected structure: " + e.what());
   }
@@ -351,15 +369,18 @@ Result<ClusterEndpoint> inClusterEndpoint(const InClusterEnv& env) {
   const fs::path dir = env.service_account_dir;
   auto token = std::make_shared<FileToken>(dir / "token");
   if (Status s = token->load(); !s.isOk()) {
-    return invalidArgument("in-cluster: " + s.message() +
-                           " (is a service account token mounted? automountServiceAccountToken must not be false)");
+    return invalidArgument(
+        "in-cluster: " + s.message() +
+        " (is a service account token mounted? automountServiceAccountToken must not be false)");
   }
   ep.token = token;
   Result<std::string> ca = readFile(dir / "ca.crt", "service account CA");
   if (!ca.isOk()) return invalidArgument("in-cluster: " + ca.status().message());
-  if (Status s = checkCertificates(ca.value(), "in-cluster CA " + (dir / "ca.crt").string()); !s.isOk()) return s;
+  if (Status s = checkCertificates(ca.value(), "in-cluster CA " + (dir / "ca.crt").string()); !s.isOk())
+    return s;
   ep.ca_pem = ca.value();
-  if (Result<std::string> ns = readFile(dir / "namespace", "namespace"); ns.isOk() && !trimmed(ns.value()).empty()) {
+  if (Result<std::string> ns = readFile(dir / "namespace", "namespace");
+      ns.isOk() && !trimmed(ns.value()).empty()) {
     ep.ns = trimmed(ns.value());
   }
   ep.source = "in-cluster service account (" + dir.string() + ", " + ep.server + ")";

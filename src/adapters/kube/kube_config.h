@@ -52,8 +52,7 @@ class StaticToken final : public TokenSource {
 // invalidated, or when `max_age` has passed since the last read.
 class FileToken final : public TokenSource {
  public:
-  explicit FileToken(std::filesystem::path path,
-                     std::chrono::seconds max_age = std::chrono::seconds(60));
+  explicit FileToken(std::filesystem::path path, std::chrono::seconds max_age = std::chrono::seconds(60));
   std::string token() override;
   void invalidate() override;
   std::string describe() const override { return "token file " + path_.string(); }
@@ -72,16 +71,16 @@ class FileToken final : public TokenSource {
 };
 
 struct ClusterEndpoint {
-  std::string server;           // https://host:port[/prefix], no trailing slash
-  std::string ca_pem;           // empty: the system's trust store
+  std::string server;  // https://host:port[/prefix], no trailing slash
+  std::string ca_pem;  // empty: the system's trust store
   bool insecure_skip_verify = false;
   std::string tls_server_name;  // "" = the server's host
   std::string client_cert_pem;  // client certificate authentication
   std::string client_key_pem;
   std::shared_ptr<TokenSource> token;  // bearer token authentication (may be null)
-  std::string basic_auth;       // "user:password" (may be empty)
-  std::string ns = "default";   // the context's or service account's namespace
-  std::string source;           // where it came from, for logs: "kubeconfig FILE (context C)"
+  std::string basic_auth;              // "user:password" (may be empty)
+  std::string ns = "default";          // the context's or service account's namespace
+  std::string source;                  // where it came from, for logs: "kubeconfig FILE (context C)"
 };
 
 // Parses kubeconfig text. `base_dir` resolves relative file references; `context` "" means

@@ -10,14 +10,44 @@ namespace {
 
 // Members scheduling never reads. Skipped wherever they appear, except as keys of labels and
 // annotations.
-constexpr std::array<std::string_view, 38> kSkipped = {
-    "managedFields", "ownerReferences", "finalizers", "volumes", "env", "envFrom", "volumeMounts",
-    "volumeDevices", "command", "args", "ports", "livenessProbe", "readinessProbe", "startupProbe",
-    "lifecycle", "securityContext", "tolerations", "affinity", "topologySpreadConstraints",
-    "readinessGates", "dnsConfig", "hostAliases", "ephemeralContainers", "resourceClaims",
-    "conditions", "containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses",
-    "podIPs", "hostIPs", "images", "nodeInfo", "addresses", "daemonEndpoints", "volumesInUse",
-    "volumesAttached", "runtimeHandlers", "taints"};
+constexpr std::array<std::string_view, 38> kSkipped = {"managedFields",
+                                                       "ownerReferences",
+                                                       "finalizers",
+                                                       "volumes",
+                                                       "env",
+                                                       "envFrom",
+                                                       "volumeMounts",
+                                                       "volumeDevices",
+                                                       "command",
+                                                       "args",
+                                                       "ports",
+                                                       "livenessProbe",
+                                                       "readinessProbe",
+                                                       "startupProbe",
+                                                       "lifecycle",
+                                                       "securityContext",
+                                                       "tolerations",
+                                                       "affinity",
+                                                       "topologySpreadConstraints",
+                                                       "readinessGates",
+                                                       "dnsConfig",
+                                                       "hostAliases",
+                                                       "ephemeralContainers",
+                                                       "resourceClaims",
+                                                       "conditions",
+                                                       "containerStatuses",
+                                                       "initContainerStatuses",
+                                                       "ephemeralContainerStatuses",
+                                                       "podIPs",
+                                                       "hostIPs",
+                                                       "images",
+                                                       "nodeInfo",
+                                                       "addresses",
+                                                       "daemonEndpoints",
+                                                       "volumesInUse",
+                                                       "volumesAttached",
+                                                       "runtimeHandlers",
+                                                       "taints"};
 
 bool skipped(const std::string& key) {
   return std::find(kSkipped.begin(), kSkipped.end(), key) != kSkipped.end();
@@ -34,8 +64,10 @@ const Json* member(const Json& object, const char* key) {
 int rawGpuCount(const sched::PodFacts& pod) {
   auto of = [](const sched::ContainerResources& c) -> int64_t {
     const std::string* text = nullptr;
-    if (auto r = c.requests.find("nvidia.com/gpu"); r != c.requests.end()) text = &r->second;
-    else if (auto l = c.limits.find("nvidia.com/gpu"); l != c.limits.end()) text = &l->second;
+    if (auto r = c.requests.find("nvidia.com/gpu"); r != c.requests.end())
+      text = &r->second;
+    else if (auto l = c.limits.find("nvidia.com/gpu"); l != c.limits.end())
+      text = &l->second;
     if (!text) return 0;
     Result<int64_t> v = parseQuantityValue(*text);
     return v.isOk() && v.value() > 0 ? v.value() : 0;
@@ -57,7 +89,7 @@ Result<Json> parseKubeJson(std::string_view text) {
     if (event != Json::parse_event_t::key || depth < 0) return true;
     const auto d = static_cast<size_t>(depth);
     if (keys.size() <= d) keys.resize(d + 1);
-    keys[d] = parsed.get<std::string>();
+    keys[d].assign(parsed.get_ref<const std::string&>());  // reuses the slot's buffer
     if (!skipped(keys[d])) return true;
     if (d >= 1 && (keys[d - 1] == "labels" || keys[d - 1] == "annotations")) return true;
     return false;

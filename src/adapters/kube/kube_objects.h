@@ -26,13 +26,13 @@ std::string resourceVersionOf(const Json& object);
 // A pod as GPU accounting sees it.
 struct PodView {
   sched::PodFacts facts;
-  bool terminating = false;       // metadata.deletionTimestamp is set (it still holds its GPUs)
-  bool finished = false;          // phase Succeeded or Failed: holds nothing any more
-  int gpus = 0;                   // GPUs it holds once bound (1 for a shared pod); 0 = not a GPU pod
+  bool terminating = false;  // metadata.deletionTimestamp is set (it still holds its GPUs)
+  bool finished = false;     // phase Succeeded or Failed: holds nothing any more
+  int gpus = 0;              // GPUs it holds once bound (1 for a shared pod); 0 = not a GPU pod
   int64_t milli_per_gpu = 1000;
-  bool has_assignment = false;    // troupe.dev/gpus is present
-  std::vector<int> assigned;      // its indices when usable
-  std::string assignment_problem; // why they are not usable ("" when usable or absent)
+  bool has_assignment = false;     // troupe.dev/gpus is present
+  std::vector<int> assigned;       // its indices when usable
+  std::string assignment_problem;  // why they are not usable ("" when usable or absent)
 
   bool bound() const { return !facts.node_name.empty(); }
   bool holdsGpus() const { return bound() && !finished && gpus > 0; }

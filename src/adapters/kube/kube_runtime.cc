@@ -2,7 +2,8 @@
 
 namespace troupe::kube {
 
-KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, http::Logger& logger, KubeOptions options)
+KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, http::Logger& logger,
+                         KubeOptions options)
     : api_(api),
       scheduler_(scheduler),
       logger_(logger),
@@ -22,9 +23,10 @@ std::function<double()> KubeRuntime::makeUniform() {
 void KubeRuntime::start(std::function<void()> on_ready) {
   sync_.onSynced([this, on_ready = std::move(on_ready)] {
     const ClusterSync::Stats s = sync_.stats();
-    logger_.info("cluster state synced; ready",
-                 {{"nodes", std::to_string(s.nodes)}, {"gpu_pods", std::to_string(s.gpu_pods)},
-                  {"unknown_index_pods", std::to_string(s.unknown_pods)}, {"orphan_pods", std::to_string(s.orphan_pods)}});
+    logger_.info("cluster state synced; ready", {{"nodes", std::to_string(s.nodes)},
+                                                 {"gpu_pods", std::to_string(s.gpu_pods)},
+                                                 {"unknown_index_pods", std::to_string(s.unknown_pods)},
+                                                 {"orphan_pods", std::to_string(s.orphan_pods)}});
     if (on_ready) on_ready();
   });
   events_.start();

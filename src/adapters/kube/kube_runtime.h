@@ -33,7 +33,8 @@ struct KubeOptions {
 class KubeRuntime {
  public:
   // `api` is shared by everything the runtime starts; it must outlive the runtime.
-  KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, http::Logger& logger, KubeOptions options = {});
+  KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, http::Logger& logger,
+              KubeOptions options = {});
   ~KubeRuntime();
   KubeRuntime(const KubeRuntime&) = delete;
   KubeRuntime& operator=(const KubeRuntime&) = delete;

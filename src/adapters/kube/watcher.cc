@@ -20,13 +20,14 @@ std::string stringMember(const Json& object, const char* key) {
 
 }  // namespace
 
-Backoff::Backoff(std::chrono::milliseconds initial, std::chrono::milliseconds cap, std::function<double()> uniform)
+Backoff::Backoff(std::chrono::milliseconds initial, std::chrono::milliseconds cap,
+                 std::function<double()> uniform)
     : initial_(initial), cap_(cap), uniform_(std::move(uniform)), step_(initial) {}
 
 std::chrono::milliseconds Backoff::next() {
   const double u = std::clamp(uniform_ ? uniform_() : 0.5, 0.0, 1.0);
-  const auto wait = std::chrono::milliseconds(
-      static_cast<int64_t>(static_cast<double>(step_.count()) * (0.5 + 0.5 * u)));
+  const auto wait =
+      std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>(step_.count()) * (0.5 + 0.5 * u)));
   step_ = std::min(cap_, step_ * 2);
   return std::max(wait, std::chrono::milliseconds(1));
 }
@@ -42,7 +43,7 @@ Watcher::Watcher(KubeTransport& api, WatchConfig config, WatchHandler& handler, 
       uniform_(uniform),
       backoff_(config_.backoff_initial, config_.backoff_cap, uniform) {}
 
-std::string Watcher::query(bool watch) const {
+std::string Watcher::query(bool watch, int timeout_seconds) const {
   std::string q;
   auto add = [&q](const std::string& key, const std::string& value) {
     q += (q.empty() ? "?" : "&") + key + "=" + urlEncode(value);
@@ -52,8 +53,7 @@ std::string Watcher::query(bool watch) const {
     add("watch", "true");
     add("allowWatchBookmarks", "true");
     add("resourceVersion", resource_version_);
-    const double extra = 0.25 * (uniform_ ? std::clamp(uniform_(), 0.0, 1.0) : 0.0);
-    add("timeoutSeconds", std::to_string(static_cast<int>(config_.timeout_seconds * (1.0 + extra))));
+    add("timeoutSeconds", std::to_string(timeout_seconds));
   } else {
     add("limit", std::to_string(config_.page_size));
   }
@@ -70,7 +70,7 @@ bool Watcher::list(StopSignal& stop) {
   handler_.beginList();
   for (;;) {
     if (stop.stopped()) return false;
-    std::string path = query(false);
+    std::string path = query(false, 0);
     if (!cont.empty()) path += "&continue=" + urlEncode(cont);
     ApiReply reply = api_.request("GET", path);
     if (!reply.ok()) {
@@ -105,15 +105,21 @@ bool Watcher::list(StopSignal& stop) {
   handler_.endList();
   resource_version_ = rv;
   ++stats_.lists;
-  logger_.info("listed", {{"resource", config_.name},
-                          {"objects", std::to_string(count)},
-                          {"resourceVersion", rv},
-                          {"seconds", std::to_string(std::chrono::duration<double>(Clock::now() - start).count())}});
+  logger_.info("listed",
+               {{"resource", config_.name},
+                {"objects", std::to_string(count)},
+                {"resourceVersion", rv},
+                {"seconds", std::to_string(std::chrono::duration<double>(Clock::now() - start).count())}});
   return true;
 }
 
 bool Watcher::watch(StopSignal& stop) {
-  const std::string path = query(true);
+  // The server ends the watch after timeoutSeconds (spread over +0-25% so watches of many
+  // Troupes do not all reconnect at once); silence for longer than that means the connection
+  // is dead.
+  const double extra = 0.25 * (uniform_ ? std::clamp(uniform_(), 0.0, 1.0) : 0.0);
+  const int timeout_seconds = static_cast<int>(config_.timeout_seconds * (1.0 + extra));
+  const std::string path = query(true, timeout_seconds);
   bool gone = false;
   std::string problem;
   uint64_t delivered = 0;
@@ -160,7 +166,7 @@ bool Watcher::watch(StopSignal& stop) {
     handler_.event(t, *object);
     return !stop.stopped();
   };
-  ApiReply reply = api_.stream(path, std::chrono::seconds(config_.timeout_seconds * 2 + 30), on_line, stop);
+  ApiReply reply = api_.stream(path, std::chrono::seconds(timeout_seconds + 30), on_line, stop);
   const bool lasted = Clock::now() - start >= std::chrono::seconds(1);
   if (reply.kind == ApiErrorKind::kCancelled || stop.stopped()) return false;
   if (gone || reply.kind == ApiErrorKind::kGone) {

@@ -57,18 +57,18 @@ struct WatchConfig {
   std::string path;            // "/api/v1/nodes"
   std::string field_selector;  // e.g. "status.phase!=Succeeded,status.phase!=Failed"
   int page_size = 500;
-  int timeout_seconds = 300;   // per watch request; a random 0-25% is added
+  int timeout_seconds = 300;  // per watch request; a random 0-25% is added
   std::chrono::milliseconds backoff_initial{500};
   std::chrono::milliseconds backoff_cap{30000};
 };
 
 struct WatchStats {
-  uint64_t lists = 0;        // full lists completed
-  uint64_t watches = 0;      // watch requests that got a 200
+  uint64_t lists = 0;    // full lists completed
+  uint64_t watches = 0;  // watch requests that got a 200
   uint64_t events = 0;
   uint64_t bookmarks = 0;
-  uint64_t gone = 0;         // 410s that forced a relist
-  uint64_t failures = 0;     // failed requests (backed off)
+  uint64_t gone = 0;      // 410s that forced a relist
+  uint64_t failures = 0;  // failed requests (backed off)
 };
 
 class Watcher {
@@ -90,7 +90,7 @@ class Watcher {
  private:
   bool list(StopSignal& stop);
   bool watch(StopSignal& stop);
-  std::string query(bool watch) const;
+  std::string query(bool watch, int timeout_seconds) const;
 
   KubeTransport& api_;
   WatchConfig config_;

@@ -6,7 +6,8 @@ namespace troupe::metrics {
 namespace {
 
 prometheus::Histogram::BucketBoundaries latencyBuckets() {
-  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+          0.1,    0.25,    0.5,    1,     2.5,    5,     10,   30};
 }
 
 }  // namespace
@@ -25,13 +26,15 @@ Metrics::Metrics(const std::string& version)
                       .Name("troupe_filter_rejections_total")
                       .Help("Nodes rejected by Troupe's filter, by reason category.")
                       .Register(*registry_)),
-      placements_(prometheus::BuildCounter()
-                      .Name("troupe_pods_placed_total")
-                      .Help("Pods whose GPUs Troupe assigned, by whether the GPU set is the best-connected possible.")
-                      .Register(*registry_)),
+      placements_(
+          prometheus::BuildCounter()
+              .Name("troupe_pods_placed_total")
+              .Help("Pods whose GPUs Troupe assigned, by whether the GPU set is the best-connected possible.")
+              .Register(*registry_)),
       topology_quality_(prometheus::BuildHistogram()
                             .Name("troupe_placement_topology_quality_ratio")
-                            .Help("Bottleneck bandwidth of the assigned GPU set relative to the best the node allows (1 = best).")
+                            .Help("Bottleneck bandwidth of the assigned GPU set relative to the best the "
+                                  "node allows (1 = best).")
                             .Register(*registry_)),
       gpus_(prometheus::BuildGauge()
                 .Name("troupe_gpus")
@@ -43,7 +46,8 @@ Metrics::Metrics(const std::string& version)
                  .Register(*registry_)),
       fragmented_(prometheus::BuildGauge()
                       .Name("troupe_fragmented_gpus")
-                      .Help("Free GPUs stranded on nodes with fewer free GPUs than the node's largest power-of-two request size.")
+                      .Help("Free GPUs stranded on nodes with fewer free GPUs than the node's largest "
+                            "power-of-two request size.")
                       .Register(*registry_)
                       .Add({})),
       pending_(prometheus::BuildGauge()
@@ -58,26 +62,31 @@ Metrics::Metrics(const std::string& version)
                 .Add({})),
       gangs_(prometheus::BuildGauge()
                  .Name("troupe_gangs")
-                 .Help("Gangs Troupe tracks, by state: waiting (nothing held), planned (GPUs held, members binding), admitted.")
+                 .Help("Gangs Troupe tracks, by state: waiting (nothing held), planned (GPUs held, members "
+                       "binding), admitted.")
                  .Register(*registry_)),
       gang_held_gpus_(prometheus::BuildGauge()
                           .Name("troupe_gang_reserved_gpus")
                           .Help("GPUs held for planned gangs whose members are not all bound yet.")
                           .Register(*registry_)
                           .Add({})),
-      draining_nodes_(prometheus::BuildGauge()
-                          .Name("troupe_gang_draining_nodes")
-                          .Help("Nodes kept free of new pods for a gang that has waited past the starvation threshold.")
-                          .Register(*registry_)
-                          .Add({})),
-      gang_admit_seconds_(prometheus::BuildHistogram()
-                              .Name("troupe_gang_time_to_admit_seconds")
-                              .Help("Time from a gang's first member reaching Troupe to all of its minimum members bound.")
-                              .Register(*registry_)
-                              .Add({}, prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800})),
+      draining_nodes_(
+          prometheus::BuildGauge()
+              .Name("troupe_gang_draining_nodes")
+              .Help("Nodes kept free of new pods for a gang that has waited past the starvation threshold.")
+              .Register(*registry_)
+              .Add({})),
+      gang_admit_seconds_(
+          prometheus::BuildHistogram()
+              .Name("troupe_gang_time_to_admit_seconds")
+              .Help("Time from a gang's first member reaching Troupe to all of its minimum members bound.")
+              .Register(*registry_)
+              .Add({}, prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600,
+                                                               1800})),
       gang_timeouts_(prometheus::BuildCounter()
                          .Name("troupe_gang_timeouts_total")
-                         .Help("Gang bind barriers that timed out before all members arrived (the gang is released and planned again).")
+                         .Help("Gang bind barriers that timed out before all members arrived (the gang is "
+                               "released and planned again).")
                          .Register(*registry_)
                          .Add({})) {
   prometheus::BuildGauge()
@@ -134,8 +143,6 @@ void Metrics::observeGangEvents(const sched::Scheduler::GangEvents& events) {
   if (events.timeouts > 0) gang_timeouts_.Increment(events.timeouts);
 }
 
-std::string Metrics::serialize() {
-  return prometheus::TextSerializer().Serialize(registry_->Collect());
-}
+std::string Metrics::serialize() { return prometheus::TextSerializer().Serialize(registry_->Collect()); }
 
 }  // namespace troupe::metrics

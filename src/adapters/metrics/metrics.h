@@ -5,15 +5,15 @@
 // Thread-safe: prometheus-cpp metrics are atomic; refreshCluster() takes its own lock.
 #pragma once
 
-#include <memory>
-#include <mutex>
-#include <string>
-
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
 
 #include "troupe/sched/scheduler.h"
 

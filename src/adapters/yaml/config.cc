@@ -1,10 +1,10 @@
 #include "adapters/yaml/config.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <yaml-cpp/yaml.h>
 
 namespace troupe::config {
 namespace {
@@ -80,7 +80,8 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
   const YAML::Node& root = doc.value();
   if (root.IsNull()) return c;
   Where w{source};
-  if (Status s = checkKeys(w, root, "", {"listen", "maxBodyBytes", "logLevel", "policy"}); !s.isOk()) return s;
+  if (Status s = checkKeys(w, root, "", {"listen", "maxBodyBytes", "logLevel", "policy"}); !s.isOk())
+    return s;
   if (root["listen"]) {
     Result<std::string> v = scalar<std::string>(w, root["listen"], "listen", "HOST:PORT");
     if (!v.isOk()) return v.status();
@@ -93,7 +94,8 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
     c.max_body_bytes = static_cast<size_t>(v.value());
   }
   if (root["logLevel"]) {
-    Result<std::string> v = scalar<std::string>(w, root["logLevel"], "logLevel", "debug, info, warn or error");
+    Result<std::string> v =
+        scalar<std::string>(w, root["logLevel"], "logLevel", "debug, info, warn or error");
     if (!v.isOk()) return v.status();
     if (v.value() != "debug" && v.value() != "info" && v.value() != "warn" && v.value() != "error") {
       return w.at(root["logLevel"], "logLevel", "must be debug, info, warn or error");
@@ -110,12 +112,14 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
       c.policy.kind = kind.value();
     }
     if (const YAML::Node weights = policy["weights"]) {
-      if (Status s = checkKeys(w, weights, "policy.weights", {"pack", "topology", "domains"}); !s.isOk()) return s;
+      if (Status s = checkKeys(w, weights, "policy.weights", {"pack", "topology", "domains"}); !s.isOk())
+        return s;
       for (auto [key, target] : {std::pair{"pack", &c.policy.pack_weight},
                                  {"topology", &c.policy.topology_weight},
                                  {"domains", &c.policy.domain_weight}}) {
         if (!weights[key]) continue;
-        Result<double> v = scalar<double>(w, weights[key], std::string("policy.weights.") + key, "a number >= 0");
+        Result<double> v =
+            scalar<double>(w, weights[key], std::string("policy.weights.") + key, "a number >= 0");
         if (!v.isOk()) return v.status();
         *target = v.value();
       }
@@ -146,7 +150,9 @@ Result<std::vector<model::NodeFacts>> parseCluster(const std::string& text, cons
   for (size_t i = 0; i < nodes.size(); ++i) {
     const YAML::Node n = nodes[i];
     const std::string key = "nodes[" + std::to_string(i) + "]";
-    if (Status s = checkKeys(w, n, key, {"name", "gpus", "labels", "annotations", "cpu", "memory", "pods", "replicas", "unschedulable"});
+    if (Status s = checkKeys(
+            w, n, key,
+            {"name", "gpus", "labels", "annotations", "cpu", "memory", "pods", "replicas", "unschedulable"});
         !s.isOk()) {
       return s;
     }
@@ -181,13 +187,15 @@ Result<std::vector<model::NodeFacts>> parseCluster(const std::string& text, cons
     if (n["replicas"]) {
       Result<int> r = scalar<int>(w, n["replicas"], key + ".replicas", "a whole number >= 1");
       if (!r.isOk()) return r.status();
-      if (r.value() < 1 || r.value() > 100000) return w.at(n["replicas"], key + ".replicas", "must be 1 to 100000");
+      if (r.value() < 1 || r.value() > 100000)
+        return w.at(n["replicas"], key + ".replicas", "must be 1 to 100000");
       replicas = r.value();
     }
     for (int r = 0; r < replicas; ++r) {
       model::NodeFacts copy = f;
       copy.name = replicas == 1 ? name.value() : name.value() + "-" + std::to_string(r);
-      if (!names.insert(copy.name).second) return w.at(n["name"], key + ".name", "node " + copy.name + " is listed twice");
+      if (!names.insert(copy.name).second)
+        return w.at(n["name"], key + ".name", "node " + copy.name + " is listed twice");
       copy.labels["kubernetes.io/hostname"] = copy.name;
       out.push_back(std::move(copy));
     }

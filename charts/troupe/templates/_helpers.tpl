@@ -1,0 +1,63 @@
+{{/*
+Names. The full name defaults to the scheduler name ("troupe-scheduler"), so the Deployment is
+troupe-scheduler whatever the release is called; fullnameOverride wins. Cut to 63 characters.
+*/}}
+{{- define "troupe.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "troupe.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- .Values.schedulerName | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{- define "troupe.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "troupe.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Selector labels: stable across upgrades. */}}
+{{- define "troupe.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "troupe.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "troupe.labels" -}}
+helm.sh/chart: {{ include "troupe.chart" . }}
+{{ include "troupe.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: scheduler
+app.kubernetes.io/part-of: troupe
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- define "troupe.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "troupe.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "troupe.troupeImage" -}}
+{{- printf "%s:%s" .Values.troupe.image.repository (default .Chart.AppVersion .Values.troupe.image.tag) }}
+{{- end }}
+
+{{/* Whether the pod IP serves Troupe (probes, Service, ServiceMonitor). */}}
+{{- define "troupe.podReachable" -}}
+{{- if ne .Values.troupe.listenAddress "127.0.0.1" }}true{{ end }}
+{{- end }}
+
+{{/* extender httpTimeout: gang timeout + margin. Gang binds wait at the barrier up to the gang timeout. */}}
+{{- define "troupe.httpTimeout" -}}
+{{- printf "%ds" (add .Values.troupe.gangTimeoutSeconds .Values.extender.httpTimeoutMarginSeconds | int) }}
+{{- end }}

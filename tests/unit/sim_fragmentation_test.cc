@@ -1,0 +1,146 @@
+// FGD's fragmentation measure and request mix, checked against hand computations.
+#include <catch2/catch.hpp>
+#include <vector>
+
+#include "troupe/model/node.h"
+#include "troupe/sched/fragmentation.h"
+#include "troupe/sched/node_scoring.h"
+#include "troupe/sched/request_mix.h"
+
+namespace {
+
+using troupe::sched::GpuRequest;
+using troupe::sched::RequestMix;
+
+GpuRequest shape(int gpus, int64_t milli, int64_t cpu, std::vector<std::string> models = {}) {
+  GpuRequest r;
+  r.gpus = gpus;
+  r.milli_per_gpu = gpus > 0 ? milli : 1000;
+  r.cpu_milli = cpu;
+  r.models = std::move(models);
+  return r;
+}
+
+// Three half-GPU pods and one CPU-only pod: p = 0.75 and 0.25.
+RequestMix handMix() {
+  return RequestMix::fromRequests(
+      {shape(1, 500, 1000), shape(0, 0, 2000), shape(1, 500, 1000), shape(1, 500, 1000)});
+}
+
+TEST_CASE("the request mix: most frequent first, larger first among equals, 95% coverage") {
+  RequestMix mix = handMix();
+  REQUIRE(mix.entries().size() == 2);
+  CHECK(mix.entries()[0].milli_per_gpu == 500);
+  CHECK(mix.entries()[0].probability == Approx(0.75));
+  CHECK(mix.entries()[1].gpus == 0);
+  CHECK(mix.entries()[1].probability == Approx(0.25));
+
+  RequestMix ties = RequestMix::fromRequests({shape(1, 300, 1000), shape(2, 1000, 1000)});
+  CHECK(ties.entries()[0].milli_per_gpu == 1000);  // (1000, 1000, 2) > (1000, 300, 1)
+
+  std::vector<GpuRequest> many(96, shape(1, 1000, 0));
+  for (int i = 0; i < 4; ++i) many.push_back(shape(1, 100 + i, 0));  // four rare shapes, 1% each
+  RequestMix covered = RequestMix::fromRequests(many);
+  CHECK(covered.entries().size() == 1);  // 96% already covers 95%
+  CHECK(covered.entries()[0].probability == Approx(1.0));
+}
+
+TEST_CASE("F on a hand-built node matches the hand computation") {
+  RequestMix mix = handMix();
+  const uint64_t all = troupe::sched::mixAccess(mix, "T4");
+  // GPUs with 1000 and 300 milli free, plenty of CPU. The half-GPU pod fits; only the 300 is a
+  // fragment for it (0.75 x 300); the CPU-only pod sees all 1300 as fragment (0.25 x 1300).
+  std::vector<int64_t> before{1000, 300};
+  CHECK(troupe::sched::fragmentation(mix, all, 10000, before) == Approx(225 + 325));
+  // After a half-GPU pod on GPU 0: 500 + 300 free.
+  std::vector<int64_t> after{500, 300};
+  CHECK(troupe::sched::fragmentation(mix, all, 9000, after) == Approx(225 + 200));
+  // int(100 * sigmoid(125 / 1000)) = int(53.12)
+  CHECK(troupe::sched::fgdScore(550, 425) == 53);
+  CHECK(troupe::sched::fgdScore(425, 550) == 46);
+  CHECK(troupe::sched::fgdScore(0, 0) == 50);
+  // Too little CPU for either pod: everything free is a fragment for both.
+  CHECK(troupe::sched::fragmentation(mix, all, 500, before) == Approx(1300));
+  // A model the typical pod does not accept: its share counts all free milli.
+  RequestMix picky = RequestMix::fromRequests({shape(1, 500, 0, {"V100M32"})});
+  CHECK(troupe::sched::fragmentation(picky, troupe::sched::mixAccess(picky, "T4"), 1000, before) ==
+        Approx(1300));
+  CHECK(troupe::sched::fragmentation(picky, troupe::sched::mixAccess(picky, "v100m32"), 1000, before) ==
+        Approx(300));
+}
+
+TEST_CASE("the fragmentation memo returns what the direct computation does") {
+  RequestMix mix = handMix();
+  troupe::sched::FragmentationCache cache(mix);
+  std::vector<int64_t> a{1000, 300}, b{300, 1000};  // the same multiset
+  const double direct = troupe::sched::fragmentation(mix, ~0ULL, 10000, a);
+  CHECK(cache.get(~0ULL, 10000, a) == direct);
+  CHECK(cache.get(~0ULL, 10000, b) == direct);
+  CHECK(cache.get(~0ULL, 500, a) == troupe::sched::fragmentation(mix, ~0ULL, 500, a));
+}
+
+TEST_CASE("FGD scores a node by its best GPU for a share") {
+  troupe::model::TopologyCatalog catalog;
+  troupe::model::NodeFacts facts;
+  facts.name = "n";
+  facts.labels[troupe::model::kLabelGpuProduct] = "T4";
+  facts.allocatable_gpus = "2";
+  facts.cpu = "10";
+  auto info = troupe::model::nodeFromFacts(facts, catalog);
+  REQUIRE(info.isOk());
+  troupe::model::NodeState node(info.value());
+  troupe::model::Allocation a;
+  a.pod_uid = "x";
+  a.gpus = {1};
+  a.milli_per_gpu = 700;
+  REQUIRE(node.add(a).isOk());  // free: 1000, 300
+  RequestMix mix = handMix();
+  troupe::sched::PolicyConfig fgd;
+  fgd.kind = troupe::sched::PolicyKind::kFgd;
+  troupe::sched::NodeScore s = troupe::sched::scoreNode(fgd, node, shape(1, 500, 1000), {&mix, nullptr});
+  CHECK(s.value == 53);
+  CHECK(s.placement.gpus == std::vector<int>{0});
+  // A 300-milli share fits GPU 1 exactly, which removes a fragment: better than GPU 0.
+  s = troupe::sched::scoreNode(fgd, node, shape(1, 300, 1000), {&mix, nullptr});
+  CHECK(s.placement.gpus == std::vector<int>{1});
+}
+
+}  // namespace
+
+namespace {
+
+TEST_CASE("the live window starts from the default mix and follows what it sees") {
+  troupe::sched::RequestMixWindow window(10, 5);
+  CHECK(window.current().get() == &RequestMix::defaults());
+  for (int i = 0; i < 5; ++i) window.record(shape(2, 1000, 4000));
+  REQUIRE(window.current()->entries().size() == 1);
+  CHECK(window.current()->entries()[0].gpus == 2);
+  // Ten later requests push the old ones out of a window of ten.
+  for (int i = 0; i < 10; ++i) window.record(shape(1, 250, 1000));
+  REQUIRE(window.current()->entries().size() == 1);
+  CHECK(window.current()->entries()[0].milli_per_gpu == 250);
+}
+
+TEST_CASE("every policy scores a live placement on 0..1") {
+  troupe::model::TopologyCatalog catalog;
+  troupe::model::NodeFacts facts;
+  facts.name = "n";
+  facts.labels[troupe::model::kLabelGpuProduct] = "NVIDIA-H100-80GB-HBM3";
+  facts.allocatable_gpus = "8";
+  auto info = troupe::model::nodeFromFacts(facts, catalog);
+  REQUIRE(info.isOk());
+  troupe::model::NodeState node(info.value());
+  GpuRequest req = shape(2, 1000, 0);
+  auto placement = troupe::sched::placeOnNode(node, req);
+  REQUIRE(placement);
+  for (troupe::sched::PolicyKind kind : troupe::sched::allPolicies()) {
+    troupe::sched::PolicyConfig policy;
+    policy.kind = kind;
+    const double s = troupe::sched::scorePlacement(node, req, *placement, policy);
+    INFO(troupe::sched::policyName(kind));
+    CHECK(s >= 0.0);
+    CHECK(s <= 1.0);
+  }
+}
+
+}  // namespace
