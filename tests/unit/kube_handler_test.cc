@@ -1,7 +1,6 @@
 // The extender handler in Kubernetes mode: every verb refuses until the first sync, and bind
 // goes to the API binder (not the in-memory reserve) once it is set.
 #include <catch2/catch.hpp>
-
 #include <sstream>
 
 #include "adapters/http/extender_server.h"
@@ -19,7 +18,8 @@ class FakeBinder final : public troupe::http::PodBinder {
  public:
   std::vector<BindingArgs> calls;
   troupe::Result<troupe::model::Allocation> answer = troupe::unavailable("API server down");
-  void bindAsync(const BindingArgs& args, std::function<void(troupe::Result<troupe::model::Allocation>)> done) override {
+  void bindAsync(const BindingArgs& args,
+                 std::function<void(troupe::Result<troupe::model::Allocation>)> done) override {
     calls.push_back(args);
     done(answer);
   }
