@@ -77,6 +77,8 @@ Flags:
   --pods LIST          pod variants: 4gpu (topology preferred), 4gpu-nvlink (default: both)
   --connections LIST   loopback connection counts (default 1,16,64; quick 1,64)
   --duration S         seconds per loopback run (default 5; quick 1.5)
+  --wrk                also load the server with wrk (if installed), at the largest
+                       connection count, with one 16-node request body
   --memory-nodes N     node count for the memory measurement (default: the largest of --nodes)
   --no-memory, --no-latency, --no-loopback   skip a part
   --no-breakdown       skip timing decode / core / encode separately
@@ -224,6 +226,7 @@ struct Options {
   bool breakdown = true;
   int full_max_nodes = 0;   // full-NodeList cases only up to this many nodes; 0 = no limit
   bool in_process = false;  // measure in this process instead of one fresh child per part
+  bool wrk = false;         // also drive the loopback server with wrk
 };
 
 Options parseOptions(int argc, char** argv) {
@@ -299,6 +302,8 @@ Options parseOptions(int argc, char** argv) {
     } else if (a == "--full-max-nodes") {
       std::vector<int> v = parseIntList(need(i), "--full-max-nodes");
       o.full_max_nodes = v.empty() ? 0 : v[0];
+    } else if (a == "--wrk") {
+      o.wrk = true;
     } else if (a == "--in-process") {
       o.in_process = true;
     } else if (a == "--no-breakdown") {
@@ -719,6 +724,19 @@ LoopbackRun measureLoopback(const Options& o) {
     if (!r.first_error.empty()) std::cerr << "      first error: " << r.first_error << "\n";
     run.results.push_back(r);
   }
+  if (o.wrk) {
+    const int c = *std::max_element(o.connections.begin(), o.connections.end());
+    LoadResult r;
+    std::string error;
+    if (runWrk(port, "/filter", bodies.front(), c, o.duration, &r, &error)) {
+      std::cerr << "    wrk, " << c << " connections: " << thousands(r.rps) << " req/s, p50 " << ms(r.p50_ms)
+                << " ms, p99 " << ms(r.p99_ms) << " ms\n";
+      run.results.push_back(r);
+    } else {
+      std::cerr << "    wrk: " << error << "\n";
+      run.error = "wrk: " + error;
+    }
+  }
   server->stop();
   return run;
 }
@@ -761,7 +779,8 @@ std::vector<Target> evaluate(const std::vector<LatencyRow>& rows, const std::opt
     }
     out.push_back({"small requests per second (loopback, " + std::to_string(usableCpus()) + " CPUs)",
                    ">= 5,000/s",
-                   thousands(best->rps) + "/s (" + std::to_string(best->connections) + " conns)",
+                   thousands(best->rps) + "/s (" + std::to_string(best->connections) + " conns" +
+                       (best->client == "wrk" ? ", wrk" : "") + ")",
                    best->rps >= 5000 ? "PASS" : "MISS"});
   } else {
     out.push_back({"small requests per second (loopback)", ">= 5,000/s", "-", "not measured"});
@@ -880,14 +899,15 @@ void printReport(const Options& o, const std::string& load_start, const std::vec
   if (loop) {
     title("Loopback HTTP: names-only /filter, " + std::to_string(loop->names_per_request) +
           " nodes per request (" + fmt(static_cast<double>(loop->request_bytes) / 1024.0, 1) + " KB), " +
-          thousands(loop->nodes) + "-node model, client in the same process");
+          thousands(loop->nodes) + "-node model, built-in client in the same process");
     if (!loop->error.empty()) out << loop->error << "\n";
-    const std::vector<int> w = {12, 12, 12, 12, 12, 12, 10, 8};
-    header({"connections", "req/s", "p50 ms", "p99 ms", "mean ms", "max ms", "requests", "errors"}, w,
-           "rrrrrrrr");
+    const std::vector<int> w = {10, 12, 12, 12, 12, 12, 12, 10, 8};
+    header({"client", "connections", "req/s", "p50 ms", "p99 ms", "mean ms", "max ms", "requests", "errors"},
+           w, "lrrrrrrrr");
     for (const LoadResult& r : loop->results) {
-      line({std::to_string(r.connections), thousands(r.rps), ms(r.p50_ms), ms(r.p99_ms), ms(r.mean_ms),
-            ms(r.max_ms), std::to_string(r.requests), std::to_string(r.errors)},
+      line({r.client, std::to_string(r.connections), thousands(r.rps), ms(r.p50_ms), ms(r.p99_ms),
+            ms(r.mean_ms), r.client == "wrk" ? "-" : ms(r.max_ms), std::to_string(r.requests),
+            std::to_string(r.errors)},
            w);
     }
   }
@@ -954,7 +974,8 @@ void writeJson(const std::string& file, const Options& o, const std::string& loa
                {"error", loop->error},
                {"runs", OJson::array()}};
     for (const LoadResult& r : loop->results) {
-      l["runs"].push_back({{"connections", r.connections},
+      l["runs"].push_back({{"client", r.client},
+                           {"connections", r.connections},
                            {"seconds", r.seconds},
                            {"requests", r.requests},
                            {"errors", r.errors},

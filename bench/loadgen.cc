@@ -13,8 +13,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <sstream>
 
 namespace troupe::bench {
 namespace {
@@ -83,6 +85,89 @@ double percentile(std::vector<double>& sorted, double q) {
 }
 
 }  // namespace
+
+namespace {
+
+// "6.30ms", "812.00us", "1.02s", "1.50m" -> milliseconds; -1 when unreadable.
+double wrkDuration(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str()) return -1;
+  const std::string unit(end);
+  if (unit == "us") return v / 1000;
+  if (unit == "ms") return v;
+  if (unit == "s") return v * 1000;
+  if (unit == "m") return v * 60000;
+  return -1;
+}
+
+}  // namespace
+
+bool runWrk(int port, const std::string& path, const std::string& body, int connections, double seconds,
+            LoadResult* out, std::string* error) {
+  if (std::system("command -v wrk >/dev/null 2>&1") != 0) {
+    *error = "wrk is not installed";
+    return false;
+  }
+  char script[] = "/tmp/troupe-bench-wrk-XXXXXX";
+  const int fd = ::mkstemp(script);
+  if (fd < 0) {
+    *error = std::string("mkstemp: ") + std::strerror(errno);
+    return false;
+  }
+  const std::string lua =
+      "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\n"
+      "wrk.body = [==[" +
+      body + "]==]\n";
+  const bool written = ::write(fd, lua.data(), lua.size()) == static_cast<ssize_t>(lua.size());
+  ::close(fd);
+  const int whole_seconds = std::max(1, static_cast<int>(std::lround(seconds)));
+  const std::string cmd = "wrk -t2 -c" + std::to_string(connections) + " -d" + std::to_string(whole_seconds) +
+                          "s --latency -s " + script + " http://127.0.0.1:" + std::to_string(port) + path +
+                          " 2>&1";
+  std::string text;
+  if (written) {
+    if (FILE* p = ::popen(cmd.c_str(), "r")) {
+      char buf[4096];
+      for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);
+      ::pclose(p);
+    }
+  }
+  ::unlink(script);
+  *out = LoadResult{};
+  out->client = "wrk";
+  out->connections = connections;
+  out->seconds = whole_seconds;
+  bool have_rps = false;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string first, second, third;
+    words >> first >> second >> third;
+    if (first == "Requests/sec:") {
+      out->rps = std::strtod(second.c_str(), nullptr);
+      have_rps = true;
+    } else if (first == "Latency" && wrkDuration(second) >= 0) {  // not "Latency Distribution"
+      out->mean_ms = wrkDuration(second);
+    } else if (first == "50%") {
+      out->p50_ms = wrkDuration(second);
+    } else if (first == "99%") {
+      out->p99_ms = wrkDuration(second);
+    } else if (second == "requests" && third == "in") {
+      out->requests = std::strtoull(first.c_str(), nullptr, 10);
+    } else if (first == "Non-2xx") {  // "Non-2xx or 3xx responses: N"
+      std::string word;
+      while (words >> word) out->errors = std::strtoull(word.c_str(), nullptr, 10);
+    } else if (first == "Socket" && second == "errors:") {
+      out->first_error = line;
+    }
+  }
+  if (!have_rps) {
+    *error = "could not read wrk's output: " + text.substr(0, 300);
+    return false;
+  }
+  return true;
+}
 
 int freeLoopbackPort() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

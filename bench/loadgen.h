@@ -10,6 +10,7 @@
 namespace troupe::bench {
 
 struct LoadResult {
+  std::string client = "built-in";  // or "wrk"
   int connections = 0;
   double seconds = 0;     // measured window
   uint64_t requests = 0;  // completed with status 200
@@ -24,6 +25,11 @@ struct LoadResult {
 // flight, so the server is idle when this returns.
 LoadResult runLoad(int port, const std::string& path, const std::vector<std::string>& bodies, int connections,
                    double seconds, double warmup_seconds);
+
+// The same load from wrk (https://github.com/wg/wrk) when it is on PATH: one body, 2 threads.
+// Returns false with `error` set when wrk is missing or its output cannot be read.
+bool runWrk(int port, const std::string& path, const std::string& body, int connections, double seconds,
+            LoadResult* out, std::string* error);
 
 // A free TCP port on 127.0.0.1 (bind to 0, read it back, close); 0 on failure.
 int freeLoopbackPort();
