@@ -335,17 +335,21 @@ void Binder::finish(const JobPtr& job, Result<model::Allocation> result) {
   JobPtr next;
   {
     std::lock_guard lock(pods_mu_);
-    auto it = busy_.find(job->args.pod_uid);
-    if (it != busy_.end()) {
-      if (it->second.empty()) {
-        busy_.erase(it);
-      } else {
-        next = it->second.front();
-        it->second.pop_front();
-      }
-    }
+    next = takeNextLocked(job->args.pod_uid);
   }
   if (next) enqueue([this, next] { prepare(next); });
+}
+
+Binder::JobPtr Binder::takeNextLocked(const std::string& uid) {
+  auto it = busy_.find(uid);
+  if (it == busy_.end()) return nullptr;
+  if (it->second.empty()) {
+    busy_.erase(it);  // the pod is free again
+    return nullptr;
+  }
+  JobPtr next = it->second.front();
+  it->second.pop_front();
+  return next;
 }
 
 void Binder::reconcile() {
@@ -387,15 +391,7 @@ void Binder::reconcile() {
     {
       std::lock_guard lock(pods_mu_);
       if (settled) unconfirmed_.erase(uid);
-      auto it = busy_.find(uid);
-      if (it != busy_.end()) {
-        if (it->second.empty()) {
-          busy_.erase(it);
-        } else {
-          next = it->second.front();
-          it->second.pop_front();
-        }
-      }
+      next = takeNextLocked(uid);
     }
     if (next) enqueue([this, next] { prepare(next); });
   }

@@ -87,6 +87,9 @@ class Binder final : public http::PodBinder {
   void workerLoop();
   void begin(const JobPtr& job);
   void prepare(const JobPtr& job);
+  // The next bind queued behind the pod's current one, or nullptr (and the pod is no longer
+  // busy). Caller holds pods_mu_.
+  JobPtr takeNextLocked(const std::string& uid);
   void reserve(const JobPtr& job);
   void commit(const JobPtr& job, Result<model::Allocation> reserved);
   // After a binding failure whose outcome is unclear: reads the pod to find out.
