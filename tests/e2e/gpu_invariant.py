@@ -14,32 +14,16 @@
 
 Raises AssertionError listing every violation; returns a summary otherwise.
 """
+from kubehelpers import _qty_int as _qty, pod_gpu_request
+
 GPU = "nvidia.com/gpu"
 ASSIGNED = "troupe.dev/gpus"
 MILLI = "troupe.dev/gpu-milli"
 
 
-def _qty(value):
-    return int(str(value)) if value not in (None, "") else 0
-
-
 def gpus_held(pod):
     """GPUs a pod holds once bound: nvidia.com/gpu by Kubernetes' rule, or 1 for a share."""
-    spec = pod.get("spec", {})
-
-    def req(c):
-        res = c.get("resources") or {}
-        return _qty((res.get("requests") or {}).get(GPU, (res.get("limits") or {}).get(GPU)))
-
-    total = sum(req(c) for c in spec.get("containers") or [])
-    sidecars = init_peak = 0
-    for c in spec.get("initContainers") or []:
-        if c.get("restartPolicy") == "Always":
-            sidecars += req(c)
-            init_peak = max(init_peak, sidecars)
-        else:
-            init_peak = max(init_peak, sidecars + req(c))
-    n = max(total + sidecars, init_peak)
+    n = pod_gpu_request(pod)
     if n == 0 and MILLI in ((pod.get("metadata") or {}).get("annotations") or {}):
         return 1
     return n

@@ -30,11 +30,7 @@ using troupe::kube::testing::FakeApi;
 using troupe::kube::testing::podJson;
 using troupe::kube::testing::toKube;
 
-struct World {
-  std::ostringstream log;
-  troupe::http::Logger logger{log, troupe::http::LogLevel::kDebug};
-  troupe::sched::Scheduler scheduler{troupe::sched::SchedulerConfig{}};
-  ClusterSync sync{scheduler, logger};
+struct World : troupe::kube::testing::SyncWorld {
   FakeApi api;
   EventRecorder events{api, logger, troupe::kube::EventOptions{}};
   Binder binder{api, scheduler, sync, &events, logger};

@@ -23,11 +23,7 @@ using troupe::kube::testing::nodeJson;
 using troupe::kube::testing::podJson;
 using troupe::kube::testing::toKube;
 
-struct World {
-  std::ostringstream log;
-  troupe::http::Logger logger{log, troupe::http::LogLevel::kDebug};
-  troupe::sched::Scheduler scheduler{troupe::sched::SchedulerConfig{}};
-  ClusterSync sync{scheduler, logger};
+struct World : troupe::kube::testing::SyncWorld {
 
   void node(const json& n) { sync.nodeHandler().event(WatchEventType::kAdded, toKube(n)); }
   void pod(const json& p, WatchEventType t = WatchEventType::kModified) {

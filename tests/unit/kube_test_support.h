@@ -13,12 +13,17 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "adapters/http/logger.h"
 #include "adapters/kube/api_client.h"
+#include "adapters/kube/cluster_sync.h"
+#include "adapters/kube/kube_config.h"
 #include "adapters/kube/kube_objects.h"
+#include "troupe/sched/scheduler.h"
 
 namespace troupe::kube::testing {
 
@@ -58,23 +63,7 @@ inline KeyPair makeSelfSigned(const std::string& cn) {
   return out;
 }
 
-inline std::string base64(const std::string& in) {
-  static const char* const kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : in) {
-    acc = (acc << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out.push_back(kAlphabet[(acc >> bits) & 0x3f]);
-    }
-  }
-  if (bits > 0) out.push_back(kAlphabet[(acc << (6 - bits)) & 0x3f]);
-  while (out.size() % 4) out.push_back('=');
-  return out;
-}
+inline std::string base64(const std::string& in) { return troupe::kube::encodeBase64(in); }
 
 using nlohmann::json;
 
@@ -264,6 +253,15 @@ class FakeApi final : public KubeTransport {
   Hook hook_;
   std::deque<Page> lists_;
   std::deque<Stream> watches_;
+};
+
+// A scheduler fed by a ClusterSync, with a debug log kept in memory: what every kube adapter
+// test starts from.
+struct SyncWorld {
+  std::ostringstream log;
+  troupe::http::Logger logger{log, troupe::http::LogLevel::kDebug};
+  troupe::sched::Scheduler scheduler{troupe::sched::SchedulerConfig{}};
+  ClusterSync sync{scheduler, logger};
 };
 
 }  // namespace troupe::kube::testing

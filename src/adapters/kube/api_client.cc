@@ -16,24 +16,6 @@ namespace {
 namespace http = web::http;
 namespace client = web::http::client;
 
-std::string base64(const std::string& in) {
-  static const char* const kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : in) {
-    acc = (acc << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out.push_back(kAlphabet[(acc >> bits) & 0x3f]);
-    }
-  }
-  if (bits > 0) out.push_back(kAlphabet[(acc << (6 - bits)) & 0x3f]);
-  while (out.size() % 4) out.push_back('=');
-  return out;
-}
-
 // Installs the endpoint's CA (as the only trust anchors), client certificate and key.
 void configureTls(const ClusterEndpoint& ep, boost::asio::ssl::context& ctx) {
   ctx.set_options(boost::asio::ssl::context::no_sslv2 | boost::asio::ssl::context::no_sslv3 |
@@ -177,7 +159,7 @@ struct ApiClient::Impl {
     if (endpoint->token) {
       req.headers().add("Authorization", "Bearer " + endpoint->token->token());
     } else if (!endpoint->basic_auth.empty()) {
-      req.headers().add("Authorization", "Basic " + base64(endpoint->basic_auth));
+      req.headers().add("Authorization", "Basic " + encodeBase64(endpoint->basic_auth));
     }
     return req;
   }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 namespace troupe::kube {
 namespace {
@@ -260,6 +261,26 @@ std::string FileToken::token() {
 void FileToken::invalidate() {
   std::lock_guard lock(mu_);
   stale_ = true;
+}
+
+std::string encodeBase64(const std::string& bytes) {
+  static constexpr std::string_view kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (unsigned char c : bytes) {
+    acc = (acc << 8) | c;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out.push_back(kAlphabet[(acc >> bits) & 0x3f]);
+    }
+  }
+  if (bits > 0) out.push_back(kAlphabet[(acc << (6 - bits)) & 0x3f]);
+  while (out.size() % 4) out.push_back('=');
+  return out;
 }
 
 Result<std::string> decodeBase64(const std::string& text) {

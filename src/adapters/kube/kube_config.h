@@ -105,6 +105,8 @@ Result<ClusterEndpoint> inClusterEndpoint(const InClusterEnv& env);
 
 // Base64 (standard alphabet, padding optional, whitespace ignored).
 Result<std::string> decodeBase64(const std::string& text);
+// Standard base64 with '=' padding (HTTP basic auth; tests build kubeconfig data with it).
+std::string encodeBase64(const std::string& bytes);
 // Checks that `pem` holds at least one certificate; `what` names it in the error.
 Status checkCertificates(const std::string& pem, const std::string& what);
 // Checks the key and that it belongs to the certificate.
