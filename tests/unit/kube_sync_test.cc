@@ -24,7 +24,6 @@ using troupe::kube::testing::podJson;
 using troupe::kube::testing::toKube;
 
 struct World : troupe::kube::testing::SyncWorld {
-
   void node(const json& n) { sync.nodeHandler().event(WatchEventType::kAdded, toKube(n)); }
   void pod(const json& p, WatchEventType t = WatchEventType::kModified) {
     sync.podHandler().event(t, toKube(p));
