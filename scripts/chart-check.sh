@@ -8,7 +8,7 @@
 #      troupe serve --config (unknown keys are errors), when those binaries are built;
 #   5. deploy/troupe.yaml equals a fresh render (regenerate: scripts/chart-render-deploy.sh);
 #   6. when the e2e cluster answers (build/e2e/kubeconfig), kubectl apply --dry-run=server of
-#      every render and of deploy/*.yaml (ServiceMonitor skipped: no CRD there).
+#      every render and of deploy/*.yaml (ServiceMonitor, PodMonitor skipped: no CRD there).
 # helm is built from tools/helm on first use (scripts/chart-build-helm.sh).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -62,6 +62,17 @@ for f in "${CI_FILES[@]}"; do
 done
 grep -q 'kind: ServiceMonitor' "$WORK/binpack-values.yaml" || fail "ci/binpack-values.yaml renders no ServiceMonitor"
 grep -q 'kind: ServiceMonitor' "$WORK/default.yaml" && fail "default values render a ServiceMonitor"
+grep -q 'kind: PodMonitor' "$WORK/binpack-values.yaml" || fail "ci/binpack-values.yaml renders no PodMonitor"
+grep -q 'kind: PodMonitor' "$WORK/default.yaml" && fail "default values render a PodMonitor"
+# The verbs on loopback only; probes, Service and monitors on the metrics port.
+grep -q -- '--listen=127.0.0.1:8888' "$WORK/default.yaml" || fail "default render: extender not on 127.0.0.1:8888"
+grep -q -- '--metrics-listen=0.0.0.0:8889' "$WORK/default.yaml" || fail "default render: no --metrics-listen=0.0.0.0:8889"
+grep -q -- '--metrics-listen=\[::\]:8889' "$WORK/binpack-values.yaml" || fail "binpack render: IPv6 --metrics-listen not bracketed"
+grep -q 'kind: Service$' "$WORK/loopback-values.yaml" && fail "loopback metrics address still renders a Service"
+grep -q 'path: /healthz' "$WORK/loopback-values.yaml" && fail "loopback metrics address still renders HTTP probes"
+if "$HELM" template troupe "$CHART" --set troupe.metricsPort=8888 >/dev/null 2>&1; then
+  fail "metricsPort equal to port accepted"
+fi
 grep -q 'httpTimeout: 330s' "$WORK/default.yaml" || fail "default httpTimeout is not gangTimeoutSeconds+margin (330s)"
 grep -q 'bindVerb: bind' "$WORK/default.yaml" || fail "default render lacks bindVerb"
 grep -q 'bindVerb: bind' "$WORK/binpack-values.yaml" && fail "kubernetesApi=false still renders bindVerb"
@@ -151,7 +162,7 @@ if [[ -f $KUBECONFIG_E2E && -x $K8S_BIN/kubectl ]] \
   for r in "${renders[@]}" deploy/troupe.yaml $(ls deploy/rbac.yaml 2>/dev/null); do
     python3 - "$r" >"$WORK/apply.yaml" <<'PY'
 import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d.get("kind") != "ServiceMonitor"]
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d.get("kind") not in ("ServiceMonitor", "PodMonitor")]
 yaml.safe_dump_all(docs, sys.stdout)
 PY
     "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_E2E" apply --dry-run=server -f "$WORK/apply.yaml" \

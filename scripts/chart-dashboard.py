@@ -108,9 +108,54 @@ panel("Gang time to admit (p50, p99)",
        (quantile(0.5, "troupe_gang_time_to_admit_seconds_bucket"), "p50")],
       0, 48, w=24, unit="s", desc="From a gang's first member reaching Troupe to all of its minimum members bound.")
 
+row("GPU nodes", 56)
+NODE_GPUS = "troupe_node_gpus"
+node_table = {
+    "id": len(panels) + 1, "type": "table", "title": "GPUs by node",
+    "description": "Per GPU node: GPUs in total, allocated (GPU-equivalents held; shares count in "
+                   "thousandths) and shared (split between pods by troupe.dev/gpu-milli). Sort by a column to "
+                   "find full, empty or fragmented nodes.",
+    "datasource": DS, "gridPos": {"x": 0, "y": 57, "w": 24, "h": 10},
+    "fieldConfig": {"defaults": {"unit": "short"}, "overrides": []},
+    "options": {"showHeader": True, "sortBy": [{"displayName": "allocated", "desc": True}]},
+    "targets": [{"refId": chr(65 + i), "datasource": DS, "format": "table", "instant": True,
+                 "expr": "sum by (node, product) (" + m(NODE_GPUS, 'state="' + state + '"') + ")",
+                 "legendFormat": state}
+                for i, state in enumerate(("total", "allocated", "shared"))],
+    # One row per node: the three queries joined on (node, product), their values renamed.
+    "transformations": [
+        {"id": "merge", "options": {}},
+        {"id": "organize", "options": {"excludeByName": {"Time": True},
+                                       "renameByName": {"Value #A": "total", "Value #B": "allocated",
+                                                        "Value #C": "shared"}}}],
+}
+panels.append(node_table)
+
+row("Troupe health: Kubernetes API and caches", 67)
+panel("Cache age by resource",
+      [(f"time() - max by (resource) ({m('troupe_kube_last_sync_timestamp_seconds')})", "{{resource}}")],
+      0, 68, w=8, unit="s",
+      desc="Seconds since Troupe's cache of nodes / pods was last known current (list done, watch event or "
+           "bookmark). Bookmarks arrive about once a minute; minutes more means the watch is stuck.")
+panel("Cached objects", [(f"sum by (resource) ({m('troupe_kube_cached_objects')})", "{{resource}}")],
+      8, 68, w=8, desc="Nodes and GPU-holding pods in Troupe's caches.")
+panel("Relists and watch restarts",
+      [(f"sum by (resource) (increase({m('troupe_kube_relists_total')}[{R}]))", "relist {{resource}}"),
+       (f"sum by (resource, reason) (increase({m('troupe_kube_watch_restarts_total')}[{R}]))",
+        "watch {{resource}} {{reason}}")],
+      16, 68, w=8,
+      desc="Full lists after the first (410 Gone) and reopened watches (closed: the server's timeout, normal; "
+           "gone; error). Steady relists or errors mean the API server or the network is struggling.")
+panel("API server calls by verb and code",
+      [(f"sum by (verb, code) (rate({m('troupe_kube_api_requests_total')}[{R}]))", "{{verb}} {{code}}")],
+      0, 76, w=24, unit="reqps",
+      desc="Troupe's calls to the Kubernetes API server per second. Errors: code not 2xx (409 on a bind: "
+           "someone else bound the pod; 403: RBAC; Unreachable / ConnectionLost: no response).")
+
 dashboard = {
     "title": "Troupe", "uid": "troupe", "tags": ["troupe", "scheduler", "gpu"],
-    "description": "Troupe, the GPU scheduling extender: latency, decisions, GPU usage, gangs.",
+    "description": "Troupe, the GPU scheduling extender: latency, decisions, GPU usage per product and node, "
+                   "gangs, Kubernetes API health.",
     "editable": True, "graphTooltip": 1, "schemaVersion": 39, "version": 1,
     "time": {"from": "now-1h", "to": "now"}, "refresh": "30s", "timezone": "",
     "templating": {"list": [

@@ -10,6 +10,8 @@
 #   TROUPE_ARGS="..."      extra arguments for `troupe serve`
 #   TROUPE_RECORD=0        do not record request bodies (default: build/e2e/record/<start>/)
 #   TROUPE_PORT=p          Troupe's port (default: a free port)
+#   TROUPE_METRICS_PORT=p  Troupe's --metrics-listen port: /healthz /readyz /metrics only
+#                          (default: a free port)
 #   TROUPE_BIND_VERB=bind  add bindVerb to the extender config (default: unset = not used)
 #   TROUPE_PREEMPT_VERB=preempt   add preemptVerb (default: unset = not used)
 #   TROUPE_MODE=kube       Troupe watches the cluster through the API (--kubeconfig
@@ -87,8 +89,10 @@ trap cleanup_on_failure EXIT
 # ---- fresh state ------------------------------------------------------------
 rm -rf "$E2E_LOGS" "$E2E_PIDS" "$E2E_DIR/pki" "$E2E_DIR/nodes" "$E2E_RECORD"
 mkdir -p "$E2E_LOGS" "$E2E_PIDS" "$E2E_DIR/pki"
-read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT free_troupe_port <<< "$(e2e_free_ports 5)"
+read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT free_troupe_port free_metrics_port \
+  <<< "$(e2e_free_ports 6)"
 TROUPE_PORT="${TROUPE_PORT:-$free_troupe_port}"
+TROUPE_METRICS_PORT="${TROUPE_METRICS_PORT:-$free_metrics_port}"   # /healthz /readyz /metrics only
 TROUPE_SCHEDULER_NAME="${TROUPE_SCHEDULER_NAME:-troupe-scheduler}"
 TROUPE_MODE="${requested_mode:-standalone}"   # not a stale state.env's
 case "$TROUPE_MODE" in
@@ -112,11 +116,12 @@ ETCD_PEER_PORT=$ETCD_PEER_PORT
 APISERVER_PORT=$APISERVER_PORT
 SCHEDULER_PORT=$SCHEDULER_PORT
 TROUPE_PORT=$TROUPE_PORT
+TROUPE_METRICS_PORT=$TROUPE_METRICS_PORT
 TROUPE_SCHEDULER_NAME=$TROUPE_SCHEDULER_NAME
 E2E_NODES=${NODES:-}
 TROUPE_MODE=$TROUPE_MODE
 STATE
-e2e_log "ports: etcd $ETCD_PORT/$ETCD_PEER_PORT apiserver $APISERVER_PORT scheduler $SCHEDULER_PORT troupe $TROUPE_PORT; etcd data $ETCD_DIR"
+e2e_log "ports: etcd $ETCD_PORT/$ETCD_PEER_PORT apiserver $APISERVER_PORT scheduler $SCHEDULER_PORT troupe $TROUPE_PORT (metrics $TROUPE_METRICS_PORT); etcd data $ETCD_DIR"
 
 # ---- etcd --------------------------------------------------------------------
 etcd_client="http://127.0.0.1:$ETCD_PORT"

@@ -170,8 +170,11 @@ troupe_start() {
     source=(--kubeconfig "$E2E_KUBECONFIG")
     ready_path=/readyz   # ready once its first list of nodes and pods is in
   fi
+  # Probes and Prometheus on their own port, as the Helm chart runs it (older state.env: none).
+  local metrics=()
+  [ -n "${TROUPE_METRICS_PORT:-}" ] && metrics=(--metrics-listen "127.0.0.1:$TROUPE_METRICS_PORT")
   # shellcheck disable=SC2086
-  e2e_start troupe "$TROUPE_BIN" serve --listen "127.0.0.1:$TROUPE_PORT" \
+  e2e_start troupe "$TROUPE_BIN" serve --listen "127.0.0.1:$TROUPE_PORT" "${metrics[@]}" \
     "${source[@]}" "${record[@]}" ${TROUPE_ARGS:-}
   e2e_wait_http troupe "http://127.0.0.1:$TROUPE_PORT$ready_path" "${TROUPE_WAIT_S:-30}" ||
     e2e_die "troupe did not become healthy"

@@ -26,13 +26,20 @@ namespace troupe::app {
 const char* const kServeHelp = R"(troupe serve - run the kube-scheduler extender
 
 Usage:
-  troupe serve [--listen HOST:PORT] [--config FILE] [--cluster FILE | --kubeconfig FILE] [flags]
+  troupe serve [--listen HOST:PORT] [--metrics-listen HOST:PORT] [--config FILE]
+               [--cluster FILE | --kubeconfig FILE] [flags]
 
 Flags:
   --listen HOST:PORT   where to listen (default 127.0.0.1:8888, or 'listen' in --config).
                        kube-scheduler's extender urlPrefix is then http://HOST:PORT with
                        filterVerb: filter, prioritizeVerb: prioritize, bindVerb: bind,
-                       preemptVerb: preempt.
+                       preemptVerb: preempt. /healthz, /readyz and /metrics are served
+                       there too.
+  --metrics-listen HOST:PORT
+                       also serve GET /healthz, /readyz and /metrics (only those: the verbs
+                       answer 404 there) on a second address, e.g. 0.0.0.0:8889 for kubelet
+                       probes and Prometheus, while --listen stays on 127.0.0.1 for
+                       kube-scheduler in the same pod.
   --config FILE        YAML: listen, maxBodyBytes, logLevel, policy {name, weights}.
                        See examples/config.yaml.
   --cluster FILE       YAML list of nodes for standalone mode (no Kubernetes API), e.g.
@@ -52,13 +59,16 @@ Flags:
   -h, --help           this text
 
 Endpoints: POST /filter /prioritize /bind /preempt, GET /healthz /readyz /metrics.
-Stop with SIGINT or SIGTERM.
+Stop with SIGINT or SIGTERM: /readyz turns 503, new requests get an error, requests in
+flight get up to 5 s to finish (a gang bind still waiting at its barrier is then answered
+with an error, and kube-scheduler retries the pod).
 )";
 
 namespace {
 
 struct ServeFlags {
   std::optional<std::string> listen;
+  std::optional<std::string> metrics_listen;
   std::optional<std::string> config;
   std::optional<std::string> cluster;
   std::optional<std::string> record_dir;
@@ -76,13 +86,11 @@ int usage(const std::string& message) {
 
 int serveCommand(const std::vector<std::string>& args) {
   ServeFlags flags;
-  const std::map<std::string, std::optional<std::string>*> valued = {{"--listen", &flags.listen},
-                                                                     {"--config", &flags.config},
-                                                                     {"--cluster", &flags.cluster},
-                                                                     {"--record-dir", &flags.record_dir},
-                                                                     {"--log-level", &flags.log_level},
-                                                                     {"--kubeconfig", &flags.kubeconfig},
-                                                                     {"--kube-context", &flags.kube_context}};
+  const std::map<std::string, std::optional<std::string>*> valued = {
+      {"--listen", &flags.listen},         {"--metrics-listen", &flags.metrics_listen},
+      {"--config", &flags.config},         {"--cluster", &flags.cluster},
+      {"--record-dir", &flags.record_dir}, {"--log-level", &flags.log_level},
+      {"--kubeconfig", &flags.kubeconfig}, {"--kube-context", &flags.kube_context}};
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
     if (arg == "-h" || arg == "--help") {
@@ -119,6 +127,17 @@ int serveCommand(const std::vector<std::string>& args) {
   }
   Result<std::pair<std::string, int>> address = http::parseListenAddress(cfg.listen);
   if (!address.isOk()) return usage(address.status().message());
+  std::optional<std::pair<std::string, int>> metrics_address;
+  if (flags.metrics_listen) {
+    Result<std::pair<std::string, int>> a =
+        http::parseListenAddress(*flags.metrics_listen, "--metrics-listen");
+    if (!a.isOk()) return usage(a.status().message());
+    if (a.value() == address.value()) {
+      return usage("--metrics-listen " + *flags.metrics_listen +
+                   " is the --listen address; choose another port");
+    }
+    metrics_address = a.value();
+  }
 
   // Where the cluster comes from: --cluster (standalone), --kubeconfig, or the pod's service
   // account when running in a cluster.
@@ -178,7 +197,7 @@ int serveCommand(const std::vector<std::string>& args) {
     kube::KubeOptions kube_options;
     char host[256] = {};
     if (gethostname(host, sizeof host - 1) == 0) kube_options.events.instance = host;
-    cluster = std::make_unique<kube::KubeRuntime>(*api, scheduler, logger, kube_options);
+    cluster = std::make_unique<kube::KubeRuntime>(*api, scheduler, logger, kube_options, &metrics);
     handler.setReady(false);  // until the first full sync of nodes and pods
     handler.setBinder(&cluster->binder());
   }
@@ -186,6 +205,18 @@ int serveCommand(const std::vector<std::string>& args) {
   if (Status s = server.start(); !s.isOk()) {
     logger.error("cannot start", {{"error", s.message()}});
     return 1;
+  }
+  std::unique_ptr<http::ExtenderServer> metrics_server;
+  if (metrics_address) {
+    http::ServerOptions probes;
+    probes.endpoints = http::Endpoints::kProbesOnly;
+    probes.flag = "--metrics-listen";
+    metrics_server = std::make_unique<http::ExtenderServer>(metrics_address->first, metrics_address->second,
+                                                            handler, logger, probes);
+    if (Status s = metrics_server->start(); !s.isOk()) {
+      logger.error("cannot start", {{"error", s.message()}});
+      return 1;
+    }
   }
   // Gang barriers and abandoned plans expire on this clock, not on request traffic.
   std::atomic<bool> stopping{false};
@@ -199,6 +230,7 @@ int serveCommand(const std::vector<std::string>& args) {
                            : flags.cluster ? "standalone (--cluster)"
                                            : "learn nodes from requests";
   logger.info("serving", {{"url", server.url()},
+                          {"metrics_url", metrics_server ? metrics_server->url() : server.url()},
                           {"nodes", std::to_string(scheduler.nodeCount())},
                           {"policy", sched::policyName(cfg.policy.kind)},
                           {"mode", mode}});
@@ -206,7 +238,10 @@ int serveCommand(const std::vector<std::string>& args) {
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   logger.info("stopping", {{"signal", std::to_string(signal_number)}});
+  handler.setReady(false);  // probes see the shutdown while the verbs drain
+  // The extender first: its drain lets in-flight binds finish; the probes last.
   server.stop();
+  if (metrics_server) metrics_server->stop();
   if (cluster) cluster->stop();
   stopping.store(true);
   ticker.join();

@@ -388,6 +388,7 @@ ClusterSummary Scheduler::summary() const {
     int free = node.wholeFreeCount();
     r.whole_free += free;
     if (free >= 8) ++r.nodes_with_free_8;
+    s.by_node.push_back({name, product, node.gpuCount(), node.usedMilliTotal(), node.sharedGpuCount()});
     s.pods += node.podCount();
     // Free GPUs stranded below the node's largest power-of-two request size.
     int largest = 1;
@@ -395,6 +396,9 @@ ClusterSummary Scheduler::summary() const {
     s.fragmented_gpus += free % largest;
   }
   for (auto& [p, r] : rows) s.by_product.push_back(r);
+  std::sort(
+      s.by_node.begin(), s.by_node.end(),
+      [](const ClusterSummary::NodeRow& a, const ClusterSummary::NodeRow& b) { return a.node < b.node; });
   for (const auto& [key, g] : gangs_) {
     if (g.admitted) {
       ++s.gangs.admitted;

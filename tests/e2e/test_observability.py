@@ -2,7 +2,8 @@
 
 Starts Debian's Prometheus server (build/tools/prometheus-root, unpacked by
 scripts/check-metrics.sh --install-only; or /usr/bin/prometheus) on loopback with a 1 s scrape
-of Troupe (TROUPE_PORT from build/e2e/state.env), creates a few GPU pods through the
+of Troupe's metrics port (TROUPE_METRICS_PORT from build/e2e/state.env, `troupe serve
+--metrics-listen`; TROUPE_PORT for a cluster started without one), creates a few GPU pods through the
 troupe-scheduler (bound, rejected, a gang), waits for several scrapes, then runs every target
 of every panel of charts/troupe/dashboards/troupe.json through /api/v1/query and asserts it
 parses and returns data. Skipped when the cluster is not up or Prometheus cannot be had.
@@ -28,6 +29,8 @@ RATE_WINDOW = "30s"  # stands in for Grafana's $__rate_interval; 30 samples at a
 # Troupe records placements only when it binds (extender bindVerb); without it these panels
 # may legitimately be empty, though their queries must still parse.
 BIND_ONLY_METRICS = ("troupe_pods_placed_total", "troupe_placement_topology_quality_ratio")
+# Troupe watches the API only with TROUPE_MODE=kube; standalone it has no caches to report on.
+KUBE_ONLY_METRICS = ("troupe_kube_",)
 
 
 def _free_port():
@@ -69,7 +72,7 @@ class Prometheus:
 
 @pytest.fixture(scope="module")
 def prometheus(e2e_state):
-    troupe_port = e2e_state.get("TROUPE_PORT")
+    troupe_port = e2e_state.get("TROUPE_METRICS_PORT") or e2e_state.get("TROUPE_PORT")
     if not troupe_port:
         pytest.skip("no TROUPE_PORT in build/e2e/state.env")
     try:
@@ -126,7 +129,7 @@ def _concrete(expr):
     return expr.replace("$__rate_interval", RATE_WINDOW).replace("$job", "troupe")
 
 
-def test_dashboard_queries_return_data(prometheus, kube, namespace, scheduler_name, scheduler_config):
+def test_dashboard_queries_return_data(prometheus, e2e_state, kube, namespace, scheduler_name, scheduler_config):
     # Workload: two small GPU pods that bind, one that every node rejects, a two-member gang.
     for i in range(2):
         kube.create(gpu_pod(f"obs-{i}", gpus=1, scheduler=scheduler_name), namespace)
@@ -152,6 +155,7 @@ def test_dashboard_queries_return_data(prometheus, kube, namespace, scheduler_na
         time.sleep(0.5)
 
     has_bind = bool(scheduler_config["extenders"][0].get("bindVerb"))
+    kube_mode = e2e_state.get("TROUPE_MODE") == "kube"
     targets = _dashboard_targets()
     assert len(targets) >= 15
     errors, empty = [], []
@@ -164,6 +168,26 @@ def test_dashboard_queries_return_data(prometheus, kube, namespace, scheduler_na
         elif not r["data"]["result"]:
             if not has_bind and any(m in q for m in BIND_ONLY_METRICS):
                 continue
+            if not kube_mode and any(m in q for m in KUBE_ONLY_METRICS):
+                continue
             empty.append(f"{title} [{ref}] {q}")
     assert not errors, "queries Prometheus rejects:\n" + "\n".join(errors)
     assert not empty, "queries without data:\n" + "\n".join(empty)
+
+
+def test_metrics_port_serves_no_verbs(e2e_state):
+    """The metrics port answers probes and /metrics; the extender verbs are only on TROUPE_PORT."""
+    port = e2e_state.get("TROUPE_METRICS_PORT")
+    if not port:
+        pytest.skip("cluster started without TROUPE_METRICS_PORT (scripts/cluster-up.sh sets it)")
+    base = f"http://127.0.0.1:{port}"
+    for path in ("/healthz", "/readyz", "/metrics"):
+        with urllib.request.urlopen(base + path, timeout=5) as r:
+            assert r.status == 200, path
+    for verb in ("filter", "prioritize", "bind", "preempt"):
+        req = urllib.request.Request(f"{base}/{verb}", data=b"{}", method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(req, timeout=5)
+        assert err.value.code == 404, verb
+        assert "--metrics-listen" in err.value.read().decode()

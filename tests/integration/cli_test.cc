@@ -44,6 +44,7 @@ TEST_CASE("help teaches the commands and the pod annotations", "[cli]") {
   Run serve = troupe("serve --help");
   CHECK(serve.code == 0);
   CHECK(serve.output.find("--cluster FILE") != std::string::npos);
+  CHECK(serve.output.find("--metrics-listen HOST:PORT") != std::string::npos);
   CHECK(troupe("version").output.find("troupe ") == 0);
 }
 
@@ -55,6 +56,13 @@ TEST_CASE("usage errors exit 2 and name the problem", "[cli]") {
   Run bad_listen = troupe("serve --listen nowhere");
   CHECK(bad_listen.code == 2);
   CHECK(bad_listen.output.find("--listen \"nowhere\" must be HOST:PORT") != std::string::npos);
+
+  Run bad_metrics = troupe("serve --metrics-listen 0.0.0.0");
+  CHECK(bad_metrics.code == 2);
+  CHECK(bad_metrics.output.find("--metrics-listen \"0.0.0.0\" must be HOST:PORT") != std::string::npos);
+  Run same_port = troupe("serve --listen 127.0.0.1:18888 --metrics-listen 127.0.0.1:18888");
+  CHECK(same_port.code == 2);
+  CHECK(same_port.output.find("choose another port") != std::string::npos);
 
   Run bad_flag = troupe("serve --bogus 1");
   CHECK(bad_flag.code == 2);

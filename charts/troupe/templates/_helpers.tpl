@@ -52,9 +52,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s:%s" .Values.troupe.image.repository (default .Chart.AppVersion .Values.troupe.image.tag) }}
 {{- end }}
 
-{{/* Whether the pod IP serves Troupe (probes, Service, ServiceMonitor). */}}
+{{/* Whether the pod IP serves Troupe's metrics port (probes, Service, ServiceMonitor, PodMonitor). */}}
 {{- define "troupe.podReachable" -}}
-{{- if ne .Values.troupe.listenAddress "127.0.0.1" }}true{{ end }}
+{{- if ne .Values.troupe.metricsListenAddress "127.0.0.1" }}true{{ end }}
+{{- end }}
+
+{{/* --metrics-listen value: HOST:PORT, an IPv6 host in brackets. */}}
+{{- define "troupe.metricsListen" -}}
+{{- $host := .Values.troupe.metricsListenAddress }}
+{{- if contains ":" $host }}{{ $host = printf "[%s]" $host }}{{ end }}
+{{- printf "%s:%d" $host (int .Values.troupe.metricsPort) }}
 {{- end }}
 
 {{/* extender httpTimeout: gang timeout + margin. Gang binds wait at the barrier up to the gang timeout. */}}

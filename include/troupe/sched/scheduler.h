@@ -70,6 +70,15 @@ struct ClusterSummary {
     int nodes_with_free_8 = 0;  // nodes that can still take an 8-GPU pod
   };
   std::vector<Row> by_product;
+  // One row per GPU node, sorted by name (per-node gauges: bounded by the cluster's size).
+  struct NodeRow {
+    std::string node;
+    std::string product;
+    int gpus = 0;
+    int64_t used_milli = 0;
+    int shared_gpus = 0;
+  };
+  std::vector<NodeRow> by_node;
   struct Gangs {
     int waiting = 0;   // seen, no plan (does not fit, or waits its turn)
     int planned = 0;   // GPUs held, members steered, not all bound yet

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <future>
 
+#include "adapters/http/request_drain.h"
 #include "adapters/http/wire.h"
 
 namespace troupe::http {
@@ -30,20 +31,30 @@ ExtenderHandler::ExtenderHandler(HandlerOptions options, sched::Scheduler& sched
     : options_(std::move(options)), scheduler_(scheduler), metrics_(metrics), logger_(logger) {}
 
 HttpResponse ExtenderHandler::handle(const std::string& method, const std::string& path,
-                                     const std::string& body) {
+                                     const std::string& body, Endpoints endpoints) {
   std::promise<HttpResponse> promise;
   std::future<HttpResponse> answer = promise.get_future();
-  handleAsync(method, path, body, [&promise](HttpResponse r) { promise.set_value(std::move(r)); });
+  handleAsync(
+      method, path, body, [&promise](HttpResponse r) { promise.set_value(std::move(r)); }, endpoints);
   return answer.get();
 }
 
+HttpResponse ExtenderHandler::shuttingDown(const std::string& raw_path, const std::string& why) {
+  const std::string path = raw_path.substr(0, raw_path.find('?'));
+  const std::string message = "troupe is shutting down (" + why + "); kube-scheduler retries the pod";
+  const std::string verb = path.substr(path.rfind('/') + 1);
+  if (verb == "bind") return ok(encodeBindingResult(message));
+  if (verb == "filter") return ok(encodeFilterError(message));
+  return {503, encodeHttpError(message), "application/json"};
+}
+
 void ExtenderHandler::handleAsync(const std::string& method, const std::string& raw_path,
-                                  const std::string& body, Reply reply) {
+                                  const std::string& body, Reply reply, Endpoints endpoints) {
   std::string path = raw_path.substr(0, raw_path.find('?'));
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   const auto start = Clock::now();
   std::string verb;
-  HttpResponse early = route(method, path, body, &verb);
+  HttpResponse early = route(method, path, body, endpoints, &verb);
   if (verb != "bind" || early.status != 0) {
     if (early.status == 0)
       early = HttpResponse{500, encodeHttpError("internal error: unrouted request"), "application/json"};
@@ -64,8 +75,16 @@ void ExtenderHandler::handleAsync(const std::string& method, const std::string& 
 
 // Everything but bind is answered here; for bind, *verb is set and status 0 means "go on".
 HttpResponse ExtenderHandler::route(const std::string& method, const std::string& path,
-                                    const std::string& body, std::string* verb_out) {
+                                    const std::string& body, Endpoints endpoints, std::string* verb_out) {
   try {
+    const bool probe = path == "/healthz" || path == "/readyz" || path == "/metrics";
+    if (endpoints == Endpoints::kProbesOnly && !(method == "GET" && probe)) {
+      return {404,
+              encodeHttpError("no such endpoint " + method + " " + path +
+                              " on this port: it serves only GET /healthz, /readyz and /metrics "
+                              "(--metrics-listen); the extender verbs are on --listen"),
+              "application/json"};
+    }
     if (method == "GET") {
       if (path == "/healthz") return {200, "ok\n", "text/plain"};
       if (path == "/readyz") {
@@ -238,11 +257,15 @@ struct ExtenderServer::Impl {
   int port;
   ExtenderHandler& handler;
   Logger& logger;
+  ServerOptions options;
   std::unique_ptr<web::http::experimental::listener::http_listener> listener;
+  // Shared with the listener's callbacks, which may run until the listener is closed.
+  std::shared_ptr<RequestDrain> drain = std::make_shared<RequestDrain>();
 };
 
-ExtenderServer::ExtenderServer(std::string host, int port, ExtenderHandler& handler, Logger& logger)
-    : impl_(std::make_unique<Impl>(Impl{std::move(host), port, handler, logger, nullptr})) {}
+ExtenderServer::ExtenderServer(std::string host, int port, ExtenderHandler& handler, Logger& logger,
+                               ServerOptions options)
+    : impl_(std::make_unique<Impl>(Impl{std::move(host), port, handler, logger, options, nullptr})) {}
 
 ExtenderServer::~ExtenderServer() { stop(); }
 
@@ -250,33 +273,49 @@ std::string ExtenderServer::url() const {
   return "http://" + impl_->host + ":" + std::to_string(impl_->port);
 }
 
+int ExtenderServer::inFlight() const { return impl_->drain->open(); }
+
 Status ExtenderServer::start() {
   using web::http::http_request;
   using web::http::status_code;
   try {
     impl_->listener = std::make_unique<web::http::experimental::listener::http_listener>(url());
-    Impl* impl = impl_.get();
-    impl_->listener->support([impl](http_request request) {
-      const size_t limit = impl->handler.maxBodyBytes();
-      const auto length = request.headers().content_length();
-      std::string method = request.method();
-      std::string path = request.relative_uri().to_string();
-      auto reply = [request](const HttpResponse& r) mutable {
+    // The callbacks reach the handler only through an admitted call: after stop() began they
+    // answer without touching it.
+    ExtenderHandler* handler = &impl_->handler;
+    std::shared_ptr<RequestDrain> drain = impl_->drain;
+    const Endpoints endpoints = impl_->options.endpoints;
+    impl_->listener->support([handler, drain, endpoints](http_request request) {
+      auto send = [request](const HttpResponse& r, std::function<void()> sent) mutable {
         web::http::http_response response(static_cast<status_code>(r.status));
         response.set_body(r.body, r.content_type);
-        request.reply(response).then([](pplx::task<void> t) {
+        request.reply(response).then([sent = std::move(sent)](pplx::task<void> t) {
           try {
             t.get();
           } catch (...) {  // the client went away; nothing to do
           }
+          if (sent) sent();
         });
       };
-      if (length > limit) {
-        impl->handler.handleAsync(method, path, std::string(limit + 1, ' '), reply);
+      const std::string method = request.method();
+      const std::string path = request.relative_uri().to_string();
+      std::optional<RequestDrain::Admission> admitted =
+          drain->admit(send, ExtenderHandler::shuttingDown(path, "the request was still pending"));
+      if (!admitted) {
+        send(ExtenderHandler::shuttingDown(path, "no new requests are taken"), nullptr);
+        return;
+      }
+      std::shared_ptr<RequestDrain::Call> call = admitted->call;
+      std::shared_ptr<RequestDrain::Running> running = admitted->running;
+      Reply reply = [call](HttpResponse r) { call->answer(r); };
+      const size_t limit = handler->maxBodyBytes();
+      if (request.headers().content_length() > limit) {
+        handler->handleAsync(method, path, std::string(limit + 1, ' '), reply, endpoints);
+        running->release();
         return;
       }
       request.extract_vector().then(
-          [impl, method, path, reply](pplx::task<std::vector<unsigned char>> t) mutable {
+          [handler, method, path, reply, running, endpoints](pplx::task<std::vector<unsigned char>> t) {
             std::string body;
             try {
               std::vector<unsigned char> bytes = t.get();
@@ -285,22 +324,33 @@ Status ExtenderServer::start() {
               reply(HttpResponse{400,
                                  encodeHttpError(std::string("could not read the request body: ") + e.what()),
                                  "application/json"});
+              running->release();
               return;
             }
-            impl->handler.handleAsync(method, path, body, reply);
+            handler->handleAsync(method, path, body, reply, endpoints);
+            running->release();
           });
     });
     impl_->listener->open().wait();
   } catch (const std::exception& e) {
     impl_->listener.reset();
     return unavailable("cannot listen on " + url() + ": " + e.what() +
-                       " (is the port in use? choose another with --listen HOST:PORT)");
+                       " (is the port in use? choose another with " + impl_->options.flag + " HOST:PORT)");
   }
   return Status::ok();
 }
 
 void ExtenderServer::stop() {
   if (!impl_ || !impl_->listener) return;
+  const RequestDrain::Report report =
+      impl_->drain->drain(impl_->options.drain_grace, impl_->options.drain_running_limit);
+  if (report.answered_by_drain > 0) {
+    impl_->logger.warn("answered requests still pending at shutdown with an error",
+                       {{"url", url()}, {"requests", std::to_string(report.answered_by_drain)}});
+  }
+  if (!report.handlers_returned) {
+    impl_->logger.error("request handlers still running after the drain limit", {{"url", url()}});
+  }
   try {
     impl_->listener->close().wait();
   } catch (...) {
@@ -308,11 +358,10 @@ void ExtenderServer::stop() {
   impl_->listener.reset();
 }
 
-Result<std::pair<std::string, int>> parseListenAddress(const std::string& text) {
+Result<std::pair<std::string, int>> parseListenAddress(const std::string& text, const std::string& flag) {
   size_t colon = text.rfind(':');
   auto bad = [&] {
-    return invalidArgument("--listen \"" + text +
-                           "\" must be HOST:PORT, e.g. 127.0.0.1:8888 or 0.0.0.0:8888");
+    return invalidArgument(flag + " \"" + text + "\" must be HOST:PORT, e.g. 127.0.0.1:8888 or 0.0.0.0:8888");
   };
   if (colon == std::string::npos || colon == 0) return bad();
   std::string host = text.substr(0, colon);

@@ -5,6 +5,9 @@
 //   GET  /readyz    the model is usable (standalone: always; with a cluster watch: synced)
 //   GET  /metrics   Prometheus text format
 //
+// A second listener may serve only the three GET endpoints (serve --metrics-listen), so the
+// verbs can stay on loopback while probes and Prometheus use the pod IP.
+//
 // ExtenderHandler turns (method, path, body) into a response and is tested without sockets;
 // ExtenderServer puts it on a cpprestsdk listener. Logical failures are HTTP 200 with the
 // protocol's Error field; malformed bodies are 400 with {"error": "..."} naming the problem;
@@ -12,6 +15,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -41,6 +45,9 @@ struct HandlerOptions {
 using PostBind = std::function<Status(const BindingArgs& args, const model::Allocation& allocation)>;
 using Reply = std::function<void(HttpResponse)>;
 
+// What a listener serves: everything, or only GET /healthz, /readyz and /metrics.
+enum class Endpoints { kAll, kProbesOnly };
+
 // Kubernetes mode: binds through the API server on its own threads (reads the pod, reserves
 // its GPUs through Scheduler::bind, writes troupe.dev/gpus, creates the Binding) and decides
 // itself what stays held when something fails. Answers through `done` exactly once.
@@ -57,9 +64,14 @@ class ExtenderHandler {
 
   // Answers through `reply`, exactly once. Binds of gang members answer only when the whole
   // gang has arrived (or its timeout passed), so the server must not block a thread on them.
-  void handleAsync(const std::string& method, const std::string& path, const std::string& body, Reply reply);
+  void handleAsync(const std::string& method, const std::string& path, const std::string& body, Reply reply,
+                   Endpoints endpoints = Endpoints::kAll);
   // The same, waiting for the answer (tests, and callers that own a thread per request).
-  HttpResponse handle(const std::string& method, const std::string& path, const std::string& body);
+  HttpResponse handle(const std::string& method, const std::string& path, const std::string& body,
+                      Endpoints endpoints = Endpoints::kAll);
+  // Troupe's answer to a call it gives up on while shutting down (`why` says what was pending):
+  // binds and filters get the protocol's Error (kube-scheduler retries the pod), the rest 503.
+  static HttpResponse shuttingDown(const std::string& path, const std::string& why);
   void setPostBind(PostBind post_bind) { post_bind_ = std::move(post_bind); }
   // Not owned; it must outlive every bind in flight. When set, it does the whole bind.
   void setBinder(PodBinder* binder) { binder_ = binder; }
@@ -73,7 +85,7 @@ class ExtenderHandler {
   HttpResponse prioritize(const std::string& body);
   void bind(const std::string& body, Reply reply);
   HttpResponse route(const std::string& method, const std::string& path, const std::string& body,
-                     std::string* verb);
+                     Endpoints endpoints, std::string* verb);
   HttpResponse preempt(const std::string& body);
   void record(const std::string& verb, const std::string& body);
 
@@ -87,16 +99,32 @@ class ExtenderHandler {
   PodBinder* binder_ = nullptr;
 };
 
+struct ServerOptions {
+  Endpoints endpoints = Endpoints::kAll;
+  std::string flag = "--listen";  // the flag that sets this address, for error messages
+  // stop() waits this long for requests in flight to be answered (a gang bind parked at its
+  // barrier, a bind writing to the API server), then answers the rest itself with an error.
+  std::chrono::milliseconds drain_grace{std::chrono::seconds(5)};
+  // Then it waits up to this long for handler code still running to return.
+  std::chrono::milliseconds drain_running_limit{std::chrono::seconds(10)};
+};
+
 class ExtenderServer {
  public:
-  ExtenderServer(std::string host, int port, ExtenderHandler& handler, Logger& logger);
+  ExtenderServer(std::string host, int port, ExtenderHandler& handler, Logger& logger,
+                 ServerOptions options = {});
   ~ExtenderServer();
   ExtenderServer(const ExtenderServer&) = delete;
   ExtenderServer& operator=(const ExtenderServer&) = delete;
 
   // Starts listening; fails with a message naming the address when the port is taken.
   Status start();
+  // Stops admitting requests (new ones get 503), drains those in flight (see ServerOptions),
+  // then closes the listener. Afterwards no handler code of this server runs, so the handler
+  // and the scheduler may be destroyed. Idempotent.
   void stop();
+  // Requests admitted and not answered yet.
+  int inFlight() const;
   std::string url() const;
 
  private:
@@ -104,7 +132,8 @@ class ExtenderServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Splits "HOST:PORT" ("[::1]:8888" for IPv6); error names the flag value.
-Result<std::pair<std::string, int>> parseListenAddress(const std::string& text);
+// Splits "HOST:PORT" ("[::1]:8888" for IPv6); errors name `flag` and the value.
+Result<std::pair<std::string, int>> parseListenAddress(const std::string& text,
+                                                       const std::string& flag = "--listen");
 
 }  // namespace troupe::http

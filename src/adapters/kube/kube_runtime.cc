@@ -3,15 +3,19 @@
 namespace troupe::kube {
 
 KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, http::Logger& logger,
-                         KubeOptions options)
-    : api_(api),
+                         KubeOptions options, metrics::Metrics* metrics)
+    : metrics_(metrics),
+      metered_(metrics ? std::make_unique<MeteredTransport>(api, *metrics) : nullptr),
+      api_(metered_ ? static_cast<KubeTransport&>(*metered_) : api),
       scheduler_(scheduler),
       logger_(logger),
       options_(std::move(options)),
       seed_rng_(std::random_device{}()),
       sync_(scheduler, logger),
-      events_(api, logger, options_.events),
-      binder_(api, scheduler, sync_, &events_, logger, options_.binder) {}
+      events_(api_, logger, options_.events),
+      binder_(api_, scheduler, sync_, &events_, logger, options_.binder) {
+  if (metrics_) metrics_->enableKube();
+}
 
 KubeRuntime::~KubeRuntime() { stop(); }
 
@@ -38,7 +42,7 @@ void KubeRuntime::start(std::function<void()> on_ready) {
   nodes.page_size = options_.page_size;
   nodes.timeout_seconds = options_.watch_timeout_seconds;
   threads_.emplace_back([this, nodes, uniform = makeUniform()] {
-    Watcher w(api_, nodes, sync_.nodeHandler(), logger_, uniform);
+    Watcher w(api_, nodes, sync_.nodeHandler(), logger_, uniform, metrics_);
     w.run(stop_);
   });
 
@@ -52,7 +56,7 @@ void KubeRuntime::start(std::function<void()> on_ready) {
   threads_.emplace_back([this, pods, uniform = makeUniform()] {
     // Pods after nodes, so the first list finds every pod's node known.
     while (!sync_.nodesSynced() && !stop_.stopped()) stop_.sleepFor(std::chrono::milliseconds(20));
-    Watcher w(api_, pods, sync_.podHandler(), logger_, uniform);
+    Watcher w(api_, pods, sync_.podHandler(), logger_, uniform, metrics_);
     w.run(stop_);
   });
 
@@ -60,6 +64,11 @@ void KubeRuntime::start(std::function<void()> on_ready) {
     auto last_stats = std::chrono::steady_clock::now();
     while (stop_.sleepFor(options_.reconcile_every)) {
       binder_.reconcile();
+      if (metrics_) {
+        const ClusterSync::Stats s = sync_.stats();
+        metrics_->kubeCachedObjects("nodes", static_cast<double>(s.nodes));
+        metrics_->kubeCachedObjects("pods", static_cast<double>(s.gpu_pods));
+      }
       if (std::chrono::steady_clock::now() - last_stats >= options_.stats_every) {
         last_stats = std::chrono::steady_clock::now();
         const ClusterSync::Stats s = sync_.stats();

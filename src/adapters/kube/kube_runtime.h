@@ -15,6 +15,7 @@
 #include "adapters/kube/binder.h"
 #include "adapters/kube/cluster_sync.h"
 #include "adapters/kube/events.h"
+#include "adapters/kube/metered_transport.h"
 #include "adapters/kube/stop_signal.h"
 #include "adapters/kube/watcher.h"
 #include "troupe/sched/scheduler.h"
@@ -32,9 +33,10 @@ struct KubeOptions {
 
 class KubeRuntime {
  public:
-  // `api` is shared by everything the runtime starts; it must outlive the runtime.
-  KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, http::Logger& logger,
-              KubeOptions options = {});
+  // `api` is shared by everything the runtime starts; it must outlive the runtime, and so must
+  // `metrics` when given (API calls, watch and cache health are then reported there).
+  KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, http::Logger& logger, KubeOptions options = {},
+              metrics::Metrics* metrics = nullptr);
   ~KubeRuntime();
   KubeRuntime(const KubeRuntime&) = delete;
   KubeRuntime& operator=(const KubeRuntime&) = delete;
@@ -51,6 +53,8 @@ class KubeRuntime {
  private:
   std::function<double()> makeUniform();
 
+  metrics::Metrics* metrics_;
+  std::unique_ptr<MeteredTransport> metered_;  // wraps the caller's transport when metrics are on
   KubeTransport& api_;
   sched::Scheduler& scheduler_;
   http::Logger& logger_;

@@ -35,13 +35,22 @@ std::chrono::milliseconds Backoff::next() {
 void Backoff::reset() { step_ = initial_; }
 
 Watcher::Watcher(KubeTransport& api, WatchConfig config, WatchHandler& handler, http::Logger& logger,
-                 std::function<double()> uniform)
+                 std::function<double()> uniform, metrics::Metrics* metrics)
     : api_(api),
       config_(std::move(config)),
       handler_(handler),
       logger_(logger),
       uniform_(uniform),
-      backoff_(config_.backoff_initial, config_.backoff_cap, uniform) {}
+      backoff_(config_.backoff_initial, config_.backoff_cap, uniform),
+      metrics_(metrics) {}
+
+void Watcher::synced() {
+  if (metrics_) metrics_->kubeSynced(config_.name);
+}
+
+void Watcher::restarted(const char* reason) {
+  if (metrics_) metrics_->kubeWatchRestart(config_.name, reason);
+}
 
 std::string Watcher::query(bool watch, int timeout_seconds) const {
   std::string q;
@@ -65,6 +74,7 @@ bool Watcher::list(StopSignal& stop) {
   std::string rv;
   size_t count = 0;
   const auto start = Clock::now();
+  if (stats_.lists > 0 && metrics_) metrics_->kubeRelist(config_.name);
   // Before the first request, so that whatever the handler learns from now on (from other
   // threads too) counts as part of this list, which is at least as new.
   handler_.beginList();
@@ -79,6 +89,7 @@ bool Watcher::list(StopSignal& stop) {
         logger_.info("list page expired; listing again", {{"resource", config_.name}});
         cont.clear();
         count = 0;
+        if (metrics_) metrics_->kubeRelist(config_.name);
         handler_.beginList();
         continue;
       }
@@ -105,6 +116,7 @@ bool Watcher::list(StopSignal& stop) {
   handler_.endList();
   resource_version_ = rv;
   ++stats_.lists;
+  synced();
   logger_.info("listed",
                {{"resource", config_.name},
                 {"objects", std::to_string(count)},
@@ -146,6 +158,7 @@ bool Watcher::watch(StopSignal& stop) {
       return false;
     }
     ++delivered;
+    synced();
     if (std::string rv = resourceVersionOf(*object); !rv.empty()) resource_version_ = rv;
     if (type == "BOOKMARK") {
       ++stats_.bookmarks;
@@ -174,19 +187,24 @@ bool Watcher::watch(StopSignal& stop) {
     logger_.info("watch resourceVersion expired (410 Gone); listing again",
                  {{"resource", config_.name}, {"resourceVersion", resource_version_}});
     resource_version_.clear();
+    restarted("gone");
     return delivered > 0 || lasted;  // a 410 right away backs off before the relist
   }
   if (!reply.ok()) {
     ++stats_.failures;
     logger_.warn("watch failed", {{"resource", config_.name}, {"error", reply.message}});
+    restarted("error");
     return false;
   }
   ++stats_.watches;
   if (!problem.empty()) {
     ++stats_.failures;
     logger_.warn("watch stopped", {{"resource", config_.name}, {"error", problem}});
+    restarted("error");
     return false;
   }
+  synced();  // the server ended the watch at its timeout: everything up to now was delivered
+  restarted("closed");
   // A watch the server closes at once without events is retried after a backoff, not in a
   // tight loop.
   return delivered > 0 || lasted;

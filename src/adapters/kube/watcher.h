@@ -12,7 +12,8 @@
 //   4. Any other failure: wait with capped exponential backoff and jitter (0.5 s doubling to
 //      30 s, each wait a random point in its upper half), then resume.
 //
-// Runs on its own thread until stop; the handler is called from that thread only.
+// Runs on its own thread until stop; the handler is called from that thread only. With
+// metrics, it reports when its cache was last current, relists and watch restarts.
 #pragma once
 
 #include <chrono>
@@ -23,6 +24,7 @@
 #include "adapters/kube/api_client.h"
 #include "adapters/kube/kube_objects.h"
 #include "adapters/kube/stop_signal.h"
+#include "adapters/metrics/metrics.h"
 
 namespace troupe::kube {
 
@@ -73,8 +75,9 @@ struct WatchStats {
 
 class Watcher {
  public:
+  // `metrics` (optional, not owned) must outlive the watcher.
   Watcher(KubeTransport& api, WatchConfig config, WatchHandler& handler, http::Logger& logger,
-          std::function<double()> uniform);
+          std::function<double()> uniform, metrics::Metrics* metrics = nullptr);
 
   // Lists and watches until `stop` fires.
   void run(StopSignal& stop);
@@ -91,6 +94,8 @@ class Watcher {
   bool list(StopSignal& stop);
   bool watch(StopSignal& stop);
   std::string query(bool watch, int timeout_seconds) const;
+  void synced();
+  void restarted(const char* reason);
 
   KubeTransport& api_;
   WatchConfig config_;
@@ -100,6 +105,7 @@ class Watcher {
   Backoff backoff_;
   std::string resource_version_;
   WatchStats stats_;
+  metrics::Metrics* metrics_;
 };
 
 }  // namespace troupe::kube

@@ -2,6 +2,9 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <chrono>
+#include <unordered_set>
+
 namespace troupe::metrics {
 namespace {
 
@@ -88,7 +91,35 @@ Metrics::Metrics(const std::string& version)
                          .Help("Gang bind barriers that timed out before all members arrived (the gang is "
                                "released and planned again).")
                          .Register(*registry_)
-                         .Add({})) {
+                         .Add({})),
+      node_gpus_(prometheus::BuildGauge()
+                     .Name("troupe_node_gpus")
+                     .Help("GPUs of one node in Troupe's model, by state: total, allocated (GPU-equivalents "
+                           "held, shares counted in thousandths), shared (GPUs split between pods).")
+                     .Register(*registry_)),
+      kube_last_sync_(prometheus::BuildGauge()
+                          .Name("troupe_kube_last_sync_timestamp_seconds")
+                          .Help("Unix time when Troupe's cache of a resource was last known current (list "
+                                "completed, watch event or bookmark received).")
+                          .Register(*registry_)),
+      kube_relists_(prometheus::BuildCounter()
+                        .Name("troupe_kube_relists_total")
+                        .Help("Full lists of a resource after the first (410 Gone, expired continue token).")
+                        .Register(*registry_)),
+      kube_watch_restarts_(prometheus::BuildCounter()
+                               .Name("troupe_kube_watch_restarts_total")
+                               .Help("Watches that ended and were reopened, by reason: closed (server "
+                                     "timeout), gone (410, relist), error.")
+                               .Register(*registry_)),
+      kube_api_calls_(prometheus::BuildCounter()
+                          .Name("troupe_kube_api_requests_total")
+                          .Help("Calls to the Kubernetes API server, by verb and code (HTTP status, or "
+                                "Unreachable / ConnectionLost without a response); errors are code!~\"2..\".")
+                          .Register(*registry_)),
+      kube_cached_(prometheus::BuildGauge()
+                       .Name("troupe_kube_cached_objects")
+                       .Help("Objects in Troupe's API caches, by resource (pods: bound pods holding GPUs).")
+                       .Register(*registry_)) {
   prometheus::BuildGauge()
       .Name("troupe_build_info")
       .Help("Troupe's version; always 1.")
@@ -128,6 +159,32 @@ void Metrics::refreshCluster(const sched::ClusterSummary& s) {
     gpus_.Add({{"product", r.product}, {"state", "free"}}).Set(r.whole_free);
     nodes_.Add({{"product", r.product}}).Set(r.nodes);
   }
+  std::unordered_set<std::string> seen;
+  for (const sched::ClusterSummary::NodeRow& n : s.by_node) {
+    seen.insert(n.node);
+    NodeSeries& series = node_series_[n.node];
+    if (series.total == nullptr || series.product != n.product) {
+      if (series.total != nullptr) {
+        for (prometheus::Gauge* g : {series.total, series.allocated, series.shared}) node_gpus_.Remove(g);
+      }
+      series.product = n.product;
+      series.total = &node_gpus_.Add({{"node", n.node}, {"product", n.product}, {"state", "total"}});
+      series.allocated = &node_gpus_.Add({{"node", n.node}, {"product", n.product}, {"state", "allocated"}});
+      series.shared = &node_gpus_.Add({{"node", n.node}, {"product", n.product}, {"state", "shared"}});
+    }
+    series.total->Set(n.gpus);
+    series.allocated->Set(static_cast<double>(n.used_milli) / 1000.0);
+    series.shared->Set(n.shared_gpus);
+  }
+  for (auto it = node_series_.begin(); it != node_series_.end();) {
+    if (seen.count(it->first)) {
+      ++it;
+      continue;
+    }
+    for (prometheus::Gauge* g : {it->second.total, it->second.allocated, it->second.shared})
+      node_gpus_.Remove(g);
+    it = node_series_.erase(it);
+  }
   fragmented_.Set(s.fragmented_gpus);
   gangs_.Add({{"state", "waiting"}}).Set(s.gangs.waiting);
   gangs_.Add({{"state", "planned"}}).Set(s.gangs.planned);
@@ -141,6 +198,38 @@ void Metrics::refreshCluster(const sched::ClusterSummary& s) {
 void Metrics::observeGangEvents(const sched::Scheduler::GangEvents& events) {
   for (double seconds : events.admit_seconds) gang_admit_seconds_.Observe(seconds);
   if (events.timeouts > 0) gang_timeouts_.Increment(events.timeouts);
+}
+
+void Metrics::enableKube() {
+  for (const char* resource : {"nodes", "pods"}) {
+    kube_relists_.Add({{"resource", resource}});
+    for (const char* reason : {"closed", "gone", "error"}) {
+      kube_watch_restarts_.Add({{"resource", resource}, {"reason", reason}});
+    }
+    kube_cached_.Add({{"resource", resource}});
+  }
+}
+
+void Metrics::kubeSynced(const std::string& resource) {
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  kube_last_sync_.Add({{"resource", resource}}).Set(now);
+}
+
+void Metrics::kubeRelist(const std::string& resource) {
+  kube_relists_.Add({{"resource", resource}}).Increment();
+}
+
+void Metrics::kubeWatchRestart(const std::string& resource, const std::string& reason) {
+  kube_watch_restarts_.Add({{"resource", resource}, {"reason", reason}}).Increment();
+}
+
+void Metrics::kubeApiCall(const std::string& verb, const std::string& code) {
+  kube_api_calls_.Add({{"verb", verb}, {"code", code}}).Increment();
+}
+
+void Metrics::kubeCachedObjects(const std::string& resource, double count) {
+  kube_cached_.Add({{"resource", resource}}).Set(count);
 }
 
 std::string Metrics::serialize() { return prometheus::TextSerializer().Serialize(registry_->Collect()); }

@@ -1,7 +1,8 @@
 // Troupe's Prometheus metrics (prometheus-cpp), one declared list for the whole service.
 //
 // Names follow Prometheus conventions: troupe_ prefix, base units (_seconds), _total on
-// counters. Labels are bounded sets (verb, outcome, category, product): never pod names.
+// counters. Labels are bounded sets (verb, outcome, category, product, node, resource, code):
+// never pod names. Node names are bounded by the cluster's size (3 series per GPU node).
 // Thread-safe: prometheus-cpp metrics are atomic; refreshCluster() takes its own lock.
 #pragma once
 
@@ -11,9 +12,11 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "troupe/sched/scheduler.h"
 
@@ -30,8 +33,25 @@ class Metrics {
   void observePlacement(double topology_quality, bool best_possible);
   // Gang admissions (time from first sight to all members bound) and barrier timeouts.
   void observeGangEvents(const sched::Scheduler::GangEvents& events);
-  // Snapshot gauges from the scheduler's model; called before each scrape.
+  // Snapshot gauges from the scheduler's model; called before each scrape. Per-node series of
+  // nodes that left the model are removed.
   void refreshCluster(const sched::ClusterSummary& summary);
+
+  // Kubernetes mode: the health of the API watches and caches (resource: nodes | pods).
+  // Creates the series at zero, so dashboards show 0 rather than nothing.
+  void enableKube();
+  // The cache is known current as of now (a list completed, a watch event or bookmark arrived,
+  // a watch ended cleanly).
+  void kubeSynced(const std::string& resource);
+  // A full list again after the first (410 Gone, an expired continue token).
+  void kubeRelist(const std::string& resource);
+  // A watch ended and will be reopened; reason: closed (server timeout) | gone | error.
+  void kubeWatchRestart(const std::string& resource, const std::string& reason);
+  // One API call; verb GET | LIST | WATCH | PATCH | POST ...; code the HTTP status, or what
+  // happened without one (Unreachable, ConnectionLost).
+  void kubeApiCall(const std::string& verb, const std::string& code);
+  // Objects in Troupe's caches (pods: bound pods holding GPUs, the only ones it keeps).
+  void kubeCachedObjects(const std::string& resource, double count);
   // The text exposition format (version 0.0.4).
   std::string serialize();
 
@@ -52,7 +72,21 @@ class Metrics {
   prometheus::Gauge& draining_nodes_;
   prometheus::Histogram& gang_admit_seconds_;
   prometheus::Counter& gang_timeouts_;
-  std::mutex cluster_mu_;  // refreshCluster replaces label sets as a whole
+  prometheus::Family<prometheus::Gauge>& node_gpus_;
+  prometheus::Family<prometheus::Gauge>& kube_last_sync_;
+  prometheus::Family<prometheus::Counter>& kube_relists_;
+  prometheus::Family<prometheus::Counter>& kube_watch_restarts_;
+  prometheus::Family<prometheus::Counter>& kube_api_calls_;
+  prometheus::Family<prometheus::Gauge>& kube_cached_;
+
+  struct NodeSeries {
+    std::string product;
+    prometheus::Gauge* total = nullptr;
+    prometheus::Gauge* allocated = nullptr;
+    prometheus::Gauge* shared = nullptr;
+  };
+  std::mutex cluster_mu_;                                    // refreshCluster replaces label sets as a whole
+  std::unordered_map<std::string, NodeSeries> node_series_;  // guarded by cluster_mu_
 };
 
 }  // namespace troupe::metrics

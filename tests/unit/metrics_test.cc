@@ -1,0 +1,64 @@
+// Troupe's Prometheus metrics from the scheduler's model: the per-node GPU gauges follow the
+// nodes (allocations, shares, nodes that leave).
+#include <catch2/catch.hpp>
+
+#include "adapters/metrics/metrics.h"
+#include "support/fixtures.h"
+#include "troupe/sched/scheduler.h"
+
+using troupe::testing::gpuNode;
+using troupe::testing::gpuPod;
+
+namespace {
+
+double value(const std::string& text, const std::string& series) {
+  const size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+std::string nodeSeries(const std::string& node, const std::string& product, const std::string& state) {
+  return "troupe_node_gpus{node=\"" + node + "\",product=\"" + product + "\",state=\"" + state + "\"}";
+}
+
+}  // namespace
+
+TEST_CASE("metrics: per-node GPU gauges follow allocations and nodes that leave", "[metrics]") {
+  const std::string h100 = "NVIDIA-H100-80GB-HBM3";
+  const std::string a100 = "NVIDIA-A100-SXM4-80GB";
+  troupe::sched::Scheduler scheduler{troupe::sched::SchedulerConfig{}};
+  REQUIRE(scheduler.upsertNode(gpuNode("h1", 8)).isOk());
+  REQUIRE(scheduler.upsertNode(gpuNode("h2", 8)).isOk());
+  REQUIRE(scheduler.upsertNode(gpuNode("a1", 4, a100, 81920)).isOk());
+  REQUIRE(scheduler.upsertNode(gpuNode("cpu-only", 0)).isOk());
+  troupe::metrics::Metrics metrics("test");
+
+  // Three whole GPUs on h1, and half of one more.
+  auto pod = gpuPod("p", 3);
+  REQUIRE(scheduler.filter(pod, {"h1"}).passed.size() == 1);
+  REQUIRE(scheduler.reserve(pod.uid, pod.ns, pod.name, "h1").isOk());
+  auto half = gpuPod("half", 0, {{"troupe.dev/gpu-milli", "500"}});
+  REQUIRE(scheduler.filter(half, {"h1"}).passed.size() == 1);
+  REQUIRE(scheduler.reserve(half.uid, half.ns, half.name, "h1").isOk());
+  metrics.refreshCluster(scheduler.summary());
+  std::string text = metrics.serialize();
+  CHECK(value(text, nodeSeries("h1", h100, "total")) == 8);
+  CHECK(value(text, nodeSeries("h1", h100, "allocated")) == 3.5);
+  CHECK(value(text, nodeSeries("h1", h100, "shared")) == 1);
+  CHECK(value(text, nodeSeries("h2", h100, "allocated")) == 0);
+  CHECK(value(text, nodeSeries("a1", a100, "total")) == 4);
+  CHECK(text.find("node=\"cpu-only\"") == std::string::npos);  // GPU nodes only
+  // The per-product gauges are kept.
+  CHECK(value(text, "troupe_gpus{product=\"" + h100 + "\",state=\"allocated\"}") == 3.5);
+
+  // Released, and a node leaves: its series go with it.
+  scheduler.release(pod.uid);
+  scheduler.release(half.uid);
+  REQUIRE(scheduler.removeNode("h2"));
+  metrics.refreshCluster(scheduler.summary());
+  text = metrics.serialize();
+  CHECK(value(text, nodeSeries("h1", h100, "allocated")) == 0);
+  CHECK(value(text, nodeSeries("h1", h100, "shared")) == 0);
+  CHECK(text.find("node=\"h2\"") == std::string::npos);
+  CHECK(value(text, nodeSeries("a1", a100, "total")) == 4);
+}
