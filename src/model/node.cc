@@ -115,7 +115,19 @@ Result<NodeInfo> nodeFromFacts(const NodeFacts& facts, TopologyCatalog& catalog)
 }
 
 NodeState::NodeState(NodeInfo info)
-    : info_(std::move(info)), used_milli_(static_cast<size_t>(info_.gpu_count), 0) {}
+    : info_(std::move(info)), used_milli_(static_cast<size_t>(info_.gpu_count), 0) {
+  refreshFreeMask();
+}
+
+void NodeState::updateFreeBit(int gpu) {
+  const uint64_t bit = uint64_t{1} << gpu;
+  free_mask_ = used_milli_[static_cast<size_t>(gpu)] == 0 ? free_mask_ | bit : free_mask_ & ~bit;
+}
+
+void NodeState::refreshFreeMask() {
+  free_mask_ = 0;
+  for (int g = 0; g < info_.gpu_count; ++g) updateFreeBit(g);
+}
 
 void NodeState::setInfo(NodeInfo info) {
   info_ = std::move(info);
@@ -137,14 +149,7 @@ void NodeState::setInfo(NodeInfo info) {
     cpu_used_ += a.cpu_milli;
     memory_used_ += a.memory_bytes;
   }
-}
-
-uint64_t NodeState::fullyFreeMask() const {
-  uint64_t mask = 0;
-  for (int g = 0; g < info_.gpu_count; ++g) {
-    if (used_milli_[static_cast<size_t>(g)] == 0) mask |= uint64_t{1} << g;
-  }
-  return mask;
+  refreshFreeMask();
 }
 
 int NodeState::wholeFreeCount() const { return std::max(0, std::popcount(fullyFreeMask()) - unknown_held_); }
@@ -179,7 +184,10 @@ Status NodeState::add(const Allocation& a) {
       if (a.gpus[i] == a.gpus[j]) return invalidArgument("GPU index listed twice for pod " + a.pod_key);
     }
   }
-  for (int g : a.gpus) used_milli_[static_cast<size_t>(g)] += a.milli_per_gpu;
+  for (int g : a.gpus) {
+    used_milli_[static_cast<size_t>(g)] += a.milli_per_gpu;
+    updateFreeBit(g);
+  }
   unknown_held_ += a.unknown_gpus;
   cpu_used_ += a.cpu_milli;
   memory_used_ += a.memory_bytes;
@@ -191,7 +199,10 @@ bool NodeState::remove(const std::string& pod_uid) {
   auto it = allocations_.find(pod_uid);
   if (it == allocations_.end()) return false;
   const Allocation& a = it->second;
-  for (int g : a.gpus) used_milli_[static_cast<size_t>(g)] -= a.milli_per_gpu;
+  for (int g : a.gpus) {
+    used_milli_[static_cast<size_t>(g)] -= a.milli_per_gpu;
+    updateFreeBit(g);
+  }
   unknown_held_ -= a.unknown_gpus;
   cpu_used_ -= a.cpu_milli;
   memory_used_ -= a.memory_bytes;

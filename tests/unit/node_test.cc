@@ -1,6 +1,7 @@
 // Nodes: facts -> NodeInfo (nodeFromFacts) and the allocation ledger (NodeState).
 #include "troupe/model/node.h"
 
+#include <algorithm>
 #include <bit>
 #include <catch2/catch.hpp>
 #include <string>
@@ -331,5 +332,45 @@ TEST_CASE("node state: setInfo keeps allocations and shrinks safely", "[node]") 
     s.setInfo(mustInfo(gpuNode("n", 8), catalog));
     CHECK(s.unknownHeld() == 2);
     CHECK(s.wholeFreeCount() == 5 - 2);  // free: 3,4,5,6,7
+  }
+}
+
+TEST_CASE("node state: the kept free mask always matches the per-GPU ledger", "[node]") {
+  // fullyFreeMask() is kept up to date instead of recomputed; a long mixed sequence of whole,
+  // shared and failing adds, removes and reshapes must leave it equal to the recomputation.
+  TopologyCatalog catalog;
+  NodeState s(mustInfo(gpuNode("n", 8), catalog));
+  auto recomputed = [&] {
+    uint64_t mask = 0;
+    for (int g = 0; g < s.gpuCount(); ++g) {
+      if (s.gpuUsedMilli(g) == 0) mask |= uint64_t{1} << g;
+    }
+    return mask;
+  };
+  uint64_t state = 12345;
+  auto next = [&](uint64_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % n;
+  };
+  std::vector<std::string> live;
+  for (int step = 0; step < 3000; ++step) {
+    INFO("step " << step);
+    const uint64_t op = next(10);
+    if (op < 5) {
+      const std::string uid = "p" + std::to_string(step);
+      std::vector<int> gpus;
+      const int count = static_cast<int>(next(3)) + 1;
+      for (int i = 0; i < count; ++i) gpus.push_back(static_cast<int>(next(9)));  // 8 is out of range
+      const int64_t milli = next(2) ? 1000 : 250 * static_cast<int64_t>(next(4) + 1);
+      if (s.add(alloc(uid, gpus, milli)).isOk()) live.push_back(uid);
+    } else if (op < 9 && !live.empty()) {
+      const size_t i = next(live.size());
+      CHECK(s.remove(live[i]));
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+    } else if (op == 9) {
+      s.setInfo(mustInfo(gpuNode("n", next(2) ? 8 : 4), catalog));
+    }
+    REQUIRE(s.fullyFreeMask() == recomputed());
+    CHECK(s.wholeFreeCount() == std::max(0, std::popcount(recomputed()) - s.unknownHeld()));
   }
 }

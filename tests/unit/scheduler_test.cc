@@ -475,6 +475,38 @@ TEST_CASE("scheduler: filterNodes learns nodes and names broken facts", "[schedu
   CHECK(s.nodeCount() == 1);
 }
 
+TEST_CASE("scheduler: re-learning unchanged facts keeps the node; any changed fact applies", "[scheduler]") {
+  // upsertNode skips nodes whose facts it has already built (full-node mode sends every
+  // candidate with every request); each kind of change must still reach the model.
+  Scheduler s = makeScheduler();
+  REQUIRE(s.upsertNode(gpuNode("n", 8)).isOk());
+  REQUIRE(s.filter(gpuPod("p", 4), {"n"}).passed.size() == 1);
+  REQUIRE(s.reserve("uid-p", "default", "p", "n").isOk());
+  for (int i = 0; i < 3; ++i) REQUIRE(s.upsertNode(gpuNode("n", 8)).isOk());
+  REQUIRE(s.allocationOf("uid-p").has_value());
+  auto fits = [&](const std::string& pod, int gpus) {
+    return s.filter(gpuPod(pod, gpus), {"n"}).passed.size() == 1;
+  };
+  CHECK(fits("a", 4));  // 4 of 8 still held
+  CHECK_FALSE(fits("b", 5));
+
+  auto fewer = gpuNode("n", 8);
+  fewer.allocatable_gpus = "4";  // a changed quantity applies: the pod's 4 GPUs fill the node
+  REQUIRE(s.upsertNode(fewer).isOk());
+  CHECK_FALSE(fits("c", 1));
+  auto bad_label = gpuNode("n", 8);
+  bad_label.labels["troupe.dev/topology-profile"] = "warp-drive";  // a changed label is rebuilt
+  CHECK_THAT(s.upsertNode(bad_label).message(), Catch::Contains("warp-drive"));
+  auto bad_annotation = gpuNode("n", 8);
+  bad_annotation.annotations["troupe.dev/gpu-topology"] = R"([["X"]])";  // so is an annotation
+  CHECK_THAT(s.upsertNode(bad_annotation).message(), Catch::Contains("gpu-topology"));
+  CHECK_FALSE(fits("d", 1));  // the failed updates left the 4-GPU node in place
+  REQUIRE(s.upsertNode(gpuNode("n", 8)).isOk());
+  CHECK(fits("e", 4));
+  CHECK_FALSE(fits("f", 5));
+  REQUIRE(s.allocationOf("uid-p").has_value());
+}
+
 TEST_CASE("scheduler: concurrent filter/prioritize/reserve/release never double-allocates",
           "[scheduler][concurrency]") {
   Scheduler s = makeScheduler();

@@ -247,7 +247,7 @@ TEST_CASE("wire: filter-full-nodes.json", "[wire][fixtures]") {
     CHECK(n.labels.at("nvidia.com/gpu.count") == "8");
     CHECK(n.labels.at("kubernetes.io/hostname") == n.name);
     CHECK_FALSE(n.unschedulable);
-    CHECK(args.node_objects[i]["metadata"]["name"] == n.name);
+    CHECK(Json::parse(args.node_objects[i])["metadata"]["name"] == n.name);
     auto info = troupe::model::nodeFromFacts(n, catalog);
     REQUIRE(info.isOk());
     CHECK(info.value().gpu_count == 8);
@@ -594,7 +594,7 @@ std::string referenceFilterResult(const troupe::http::ExtenderArgs& args,
     OrderedJson items = OrderedJson::array();
     for (size_t i = 0, next = 0; i < args.node_names.size() && next < r.passed.size(); ++i) {
       if (args.node_names[i] == r.passed[next]) {
-        items.push_back(args.node_objects[i]);
+        items.push_back(Json::parse(args.node_objects[i]));
         ++next;
       }
     }
@@ -649,9 +649,8 @@ TEST_CASE("wire: hand-written encoders write the JSON library's bytes", "[wire]"
   for (int i = 0; i < 50; ++i) {
     const std::string name = "node-" + std::to_string(i);
     full.node_names.push_back(name);
-    full.node_objects.push_back(
-        Json::parse(R"({"metadata":{"name":")" + name +
-                    R"(","labels":{"z":"1","a":"2"}},"status":{"n":[1,2.5,null,true]}})"));
+    full.node_objects.push_back(R"({"metadata":{"name":")" + name +
+                                R"(","labels":{"z":"1","a":"2"}},"status":{"n":[1,2.5,null,true]}})");
     if (i % 3 == 0)
       r.passed.push_back(name);
     else if (i % 3 == 1)
@@ -677,9 +676,9 @@ TEST_CASE("wire: request bodies parse to the same document as Json::parse", "[wi
   auto args = mustDecodeArgs(body);
   REQUIRE(args.node_objects.size() == 2);
   const Json want = Json::parse(node);
-  for (const Json& got : args.node_objects) {
-    CHECK(got == want);
-    CHECK(got.dump() == want.dump());
+  for (const std::string& got : args.node_objects) {
+    CHECK(got == node);  // the received bytes
+    CHECK(Json::parse(got) == want);
   }
   CHECK(args.nodes[0].labels == troupe::model::StringMap{{"a", "2"}, {"b", "3"}});
   CHECK(args.nodes[0].allocatable_gpus == "8");
@@ -695,4 +694,191 @@ TEST_CASE("wire: request bodies parse to the same document as Json::parse", "[wi
     REQUIRE_FALSE(r.isOk());
     checkInvalid(r.status(), "not valid JSON");
   }
+}
+
+namespace {
+
+const std::string kTinyPod = R"({"metadata":{"name":"p","namespace":"n","uid":"u"}})";
+
+std::string fullBody(const std::vector<std::string>& nodes) {
+  std::string items;
+  for (const std::string& n : nodes) items += (items.empty() ? "" : ",") + n;
+  return R"({"Pod":)" + kTinyPod + R"(,"Nodes":{"metadata":{},"items":[)" + items + R"(]},"NodeNames":null})";
+}
+
+}  // namespace
+
+TEST_CASE("wire: full-node decoding reads each node as nodeFromJson does", "[wire]") {
+  // Node shapes, odd ones included: the streaming reader must give the DOM path's facts, or
+  // its error, for every one of them.
+  const std::vector<std::string> nodes = {
+      R"({"metadata":{"name":"a"}})",
+      R"({"metadata":{"name":"a"},"status":{"allocatable":{"nvidia.com/gpu":"8"},"capacity":{"nvidia.com/gpu":"9"}}})",
+      R"({"metadata":{"name":"a"},"status":{"allocatable":{"cpu":"8"},"capacity":{"nvidia.com/gpu":"4"}}})",
+      R"({"metadata":{"name":"a"},"status":{"allocatable":{"nvidia.com/gpu":""},"capacity":{"nvidia.com/gpu":"4"}}})",
+      R"({"metadata":{"name":"a"},"status":{"allocatable":{"nvidia.com/gpu":8}}})",
+      R"({"metadata":{"name":"a"},"status":{"allocatable":{"nvidia.com/gpu":8.0}}})",
+      R"({"metadata":{"name":"a"},"status":{"allocatable":{"nvidia.com/gpu":-1}}})",
+      R"({"metadata":{"name":"a"},"status":{"allocatable":{"nvidia.com/gpu":1e2}}})",
+      R"({"metadata":{"name":"a"},"status":{"allocatable":{"nvidia.com/gpu":18446744073709551615}}})",
+      R"({"metadata":{"name":"a"},"status":{"allocatable":{"nvidia.com/gpu":true},"capacity":{"nvidia.com/gpu":"2"}}})",
+      R"({"metadata":{"name":"a"},"status":{"allocatable":{"nvidia.com/gpu":null}}})",
+      R"({"metadata":{"name":"a"},"status":{"allocatable":[1],"capacity":{"NVIDIA.com/GPU":"3"}}})",
+      R"({"metadata":{"name":"a"},"status":{"Allocatable":{"NVIDIA.COM/GPU":"5","nvidia.com/gpu":"6"}}})",
+      R"({"metadata":{"name":"a"},"status":{"allocatable":{"Nvidia.com/gpu":"5","NVIDIA.com/gpu":"6"}}})",
+      R"({"metadata":{"name":"a"},"status":{"allocatable":{"nvidia.com/gpu":"5","nvidia.com/gpu":"7"}}})",
+      R"({"metadata":{"name":"a"},"status":"gone"})",
+      R"({"Metadata":{"Name":"ci","LABELS":{"x":"y"}}})",
+      R"({"metadata":{"name":"exact"},"METADATA":{"name":"folded"}})",
+      R"({"METADATA":{"name":"first"},"Metadata":{"name":"second"},"METADATA":{"name":"third"}})",
+      R"({"metadata":{"name":"one","labels":{"a":"1"}},"metadata":{"name":"two"}})",
+      R"({"metadata":{"name":"a","labels":{"k":"1","k":2}}})",
+      R"({"metadata":{"name":"a","labels":{"k":2,"k":"1","j":{"x":"y"},"i":["z"]}}})",
+      R"({"metadata":{"name":"a","labels":null,"annotations":[1]}})",
+      R"({"metadata":{"name":"a","labels":{"caf\u00e9":"\ud83d\ude00","q":"a\"b\\c\nd\/e","raw":"日本"}}})",
+      R"({"metadata":{"name":"gpu-\u006eode-1","annotations":{"troupe.dev/gpu-topology":"[[\"X\",\"NV18\"],[\"NV18\",\"X\"]]"}}})",
+      R"({"metadata":{"name":"a"},"spec":{"unschedulable":true}})",
+      R"({"metadata":{"name":"a"},"spec":{"unschedulable":false}})",
+      R"({"metadata":{"name":"a"},"spec":{"unschedulable":"true"}})",
+      R"({"metadata":{"name":"a"},"spec":{"unschedulable":1}})",
+      R"({"metadata":{"name":"a"},"spec":{"Unschedulable":true,"unschedulable":null}})",
+      R"({"metadata":{"name":"a"},"Spec":{"UNSCHEDULABLE":true}})",
+      R"({"metadata":{"name":"a"},"spec":[true]})",
+      R"({"metadata":{"name":"a","managedFields":[{"fieldsV1":{"f:metadata":{"f:labels":{".":{}}}}}]},"status":{"images":[{"names":["a","b"],"sizeBytes":123}],"conditions":[]}})",
+      // Errors, with nodeFromJson's words.
+      R"({"metadata":{"name":5}})",
+      R"({"metadata":{"name":""}})",
+      R"({"metadata":{"uid":"x"}})",
+      R"({"metadata":"x"})",
+      R"({"metadata":null})",
+      R"({"spec":{}})",
+      R"({})",
+      R"("node")",
+      R"(5)",
+      R"(null)",
+      R"([])",
+  };
+  for (const std::string& node : nodes) {
+    INFO("node: " << node);
+    const auto want = troupe::http::nodeFromJson(Json::parse(node));
+    const auto got = troupe::http::decodeExtenderArgs(fullBody({node}));
+    if (!want.isOk()) {
+      REQUIRE_FALSE(got.isOk());
+      CHECK(got.status().code() == Code::kInvalidArgument);
+      CHECK(got.status().message() == "ExtenderArgs.Nodes.items[0]: " + want.status().message());
+      continue;
+    }
+    INFO(got.status().message());
+    REQUIRE(got.isOk());
+    REQUIRE(got.value().nodes.size() == 1);
+    const auto& n = got.value().nodes[0];
+    CHECK(n.name == want.value().name);
+    CHECK(n.labels == want.value().labels);
+    CHECK(n.annotations == want.value().annotations);
+    CHECK(n.allocatable_gpus == want.value().allocatable_gpus);
+    CHECK(n.unschedulable == want.value().unschedulable);
+    CHECK(got.value().node_names == std::vector<std::string>{want.value().name});
+    CHECK(got.value().node_objects == std::vector<std::string>{node});
+  }
+}
+
+TEST_CASE("wire: full-node answers hand back each node object's bytes verbatim", "[wire]") {
+  // Whitespace, escapes the library would write differently (\/, \u003c as Go writes '<'),
+  // raw UTF-8 and key order: none of it is re-encoded.
+  const std::string a =
+      "{ \"metadata\" : {\"name\":\"a\",\"labels\":{\"z\":\"\\u003cb\\u003e\",\"a\":\"x\\/y\"}},\n"
+      "  \"status\":{\"capacity\":{\"nvidia.com/gpu\":\"8\"},\"note\":\"caf\xc3\xa9\"} }";
+  const std::string b = R"({"metadata":{"name":"b"},"status":{"capacity":{"nvidia.com/gpu":"8"}}})";
+  const std::string body = "{\"Pod\":" + kTinyPod + ",\"Nodes\":{\"items\":[ " + a + " ,\n" + b + "]}}";
+  auto args = mustDecodeArgs(body);
+  REQUIRE(args.node_objects == std::vector<std::string>{a, b});
+  CHECK(args.nodes[0].labels.at("z") == "<b>");
+  CHECK(args.nodes[0].labels.at("a") == "x/y");
+  troupe::sched::FilterResult r;
+  r.passed = {"a", "b"};
+  const std::string out = troupe::http::encodeFilterResult(args, r);
+  CHECK(out ==
+        "{\"Nodes\":{\"metadata\":{},\"items\":[" + a + "," + b +
+            "]},\"NodeNames\":null,\"FailedNodes\":null,\"FailedAndUnresolvableNodes\":null,\"Error\":\"\"}");
+  CHECK(parse(out)["Nodes"]["items"][0] == Json::parse(a));
+}
+
+TEST_CASE("wire: Nodes null, absent or oddly shaped", "[wire]") {
+  const std::string pod = R"({"Pod":)" + kTinyPod;
+  struct Case {
+    const char* what;
+    std::string body;
+    const char* error;  // nullptr: decodes
+  };
+  const Case cases[] = {
+      {"Nodes absent", pod + "}", "neither NodeNames nor Nodes"},
+      {"Nodes null", pod + R"(,"Nodes":null})", "neither NodeNames nor Nodes"},
+      {"Nodes and NodeNames null", pod + R"(,"Nodes":null,"NodeNames":null})", "neither NodeNames nor Nodes"},
+      {"items null", pod + R"(,"Nodes":{"items":null}})", "Nodes.items must be an array"},
+      {"items an object", pod + R"(,"Nodes":{"items":{}}})", "Nodes.items must be an array"},
+      {"Nodes an array", pod + R"(,"Nodes":[]})", "Nodes.items must be an array"},
+      {"Nodes a string", pod + R"(,"Nodes":"x"})", "Nodes.items must be an array"},
+      {"third node bad",
+       pod + R"(,"Nodes":{"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}},7]}})",
+       "ExtenderArgs.Nodes.items[2]: each node must be a v1.Node object"},
+      {"a broken node is invalid JSON first", pod + R"(,"Nodes":{"items":[7,{"metadata":{"name":"b"]}]}})",
+       "not valid JSON"},
+      {"the Pod is checked before the nodes", R"({"Nodes":{"items":[7]},"Pod":{}})", "Pod.metadata"},
+      {"invalid JSON after everything", pod + R"(,"NodeNames":["a"],"x":[})", "not valid JSON"},
+      {"empty items", pod + R"(,"Nodes":{"items":[]}})", nullptr},
+      {"NodeNames win over Nodes, which are not checked",
+       pod + R"(,"Nodes":{"items":[7]},"NodeNames":["a"]})", nullptr},
+      {"case-insensitive items", pod + R"(,"nodes":{"ITEMS":[{"metadata":{"name":"a"}}]}})", nullptr},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what << ": " << c.body);
+    auto r = troupe::http::decodeExtenderArgs(c.body);
+    if (c.error) {
+      REQUIRE_FALSE(r.isOk());
+      checkInvalid(r.status(), c.error);
+    } else {
+      INFO(r.status().message());
+      CHECK(r.isOk());
+    }
+  }
+  auto empty = mustDecodeArgs(pod + R"(,"Nodes":{"items":[]}})");
+  CHECK_FALSE(empty.node_cache_mode);
+  CHECK(empty.nodes.empty());
+  CHECK(
+      troupe::http::encodeFilterResult(empty, {}) ==
+      R"({"Nodes":{"metadata":{},"items":[]},"NodeNames":null,"FailedNodes":null,"FailedAndUnresolvableNodes":null,"Error":""})");
+  auto names = mustDecodeArgs(pod + R"(,"Nodes":{"items":[7]},"NodeNames":["a"]})");
+  CHECK(names.node_cache_mode);
+  CHECK(names.node_names == std::vector<std::string>{"a"});
+}
+
+TEST_CASE("wire: node names with escapes and unicode", "[wire]") {
+  auto args =
+      mustDecodeArgs(R"({"Pod":)" + kTinyPod +
+                     R"(,"NodeNames":["gpu-\u006eode","caf\u00e9","日本","q\"b\\s","\ud83d\ude00"]})");
+  CHECK(args.node_names ==
+        std::vector<std::string>{"gpu-node", "caf\xc3\xa9", "日本", "q\"b\\s", "\xf0\x9f\x98\x80"});
+  troupe::sched::FilterResult r;
+  r.passed = args.node_names;
+  CHECK(parse(troupe::http::encodeFilterResult(args, r))["NodeNames"] == Json(args.node_names));
+}
+
+TEST_CASE("wire: a node listed twice is decoded, filtered and answered twice", "[wire]") {
+  const std::string n =
+      R"({"metadata":{"name":"twin","labels":{"nvidia.com/gpu.product":"NVIDIA-H100-80GB-HBM3"}},"status":{"allocatable":{"nvidia.com/gpu":"8"}}})";
+  const std::string n2 =
+      R"({"metadata":{"name":"twin"},"status":{"allocatable":{"nvidia.com/gpu":"8"}},"x":1})";
+  auto args = mustDecodeArgs(fullBody({n, n2}));
+  REQUIRE(args.nodes.size() == 2);
+  CHECK(args.node_names == std::vector<std::string>{"twin", "twin"});
+  troupe::sched::Scheduler sched(troupe::sched::SchedulerConfig{});
+  std::vector<std::string> errors;
+  troupe::sched::PodFacts pod = args.pod;
+  auto result = sched.filterNodes(pod, args.nodes, &errors);
+  CHECK(errors.empty());
+  CHECK(result.passed == args.node_names);
+  const Json out = parse(troupe::http::encodeFilterResult(args, result));
+  REQUIRE(out["Nodes"]["items"].size() == 2);
+  CHECK(out["Nodes"]["items"][0] == Json::parse(n));
+  CHECK(out["Nodes"]["items"][1] == Json::parse(n2));
 }

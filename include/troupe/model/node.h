@@ -94,8 +94,10 @@ class NodeState {
   int gpuCount() const { return info_.gpu_count; }
   int64_t gpuUsedMilli(int gpu) const { return used_milli_[static_cast<size_t>(gpu)]; }
   int64_t gpuFreeMilli(int gpu) const { return kMilliPerGpu - used_milli_[static_cast<size_t>(gpu)]; }
-  // GPUs with nothing on them, as a mask (ignores unknown holders, see wholeFreeCount).
-  uint64_t fullyFreeMask() const;
+  // GPUs with nothing on them, as a mask (ignores unknown holders, see wholeFreeCount). Kept
+  // up to date by add/remove/setInfo, so filtering thousands of nodes reads one word per node
+  // instead of each node's separately allocated per-GPU array.
+  uint64_t fullyFreeMask() const { return free_mask_; }
   // Whole GPUs a new pod can still take: fully free GPUs minus those held by pods whose
   // indices are unknown.
   int wholeFreeCount() const;
@@ -114,9 +116,19 @@ class NodeState {
   const Allocation* find(const std::string& pod_uid) const;
   const std::map<std::string, Allocation>& allocations() const { return allocations_; }
 
+  // A fingerprint of the facts the owner last built this node from (0 = none), so a caller
+  // that is sent the same nodes again and again can skip rebuilding the unchanged ones.
+  uint64_t factsFingerprint() const { return facts_fingerprint_; }
+  void setFactsFingerprint(uint64_t fingerprint) { facts_fingerprint_ = fingerprint; }
+
  private:
+  void refreshFreeMask();
+  void updateFreeBit(int gpu);
+
   NodeInfo info_;
   std::vector<int64_t> used_milli_;
+  uint64_t free_mask_ = 0;
+  uint64_t facts_fingerprint_ = 0;
   int unknown_held_ = 0;
   int64_t cpu_used_ = 0;
   int64_t memory_used_ = 0;

@@ -20,6 +20,7 @@
 #include "troupe/model/node.h"
 #include "troupe/sched/gang.h"
 #include "troupe/sched/gang_planner.h"
+#include "troupe/sched/node_index.h"
 #include "troupe/sched/placement.h"
 #include "troupe/sched/pod_request.h"
 #include "troupe/sched/policy.h"
@@ -197,6 +198,7 @@ class Scheduler {
 
   mutable std::shared_mutex mu_;  // guards nodes_ and pod_node_
   std::unordered_map<std::string, model::NodeState> nodes_;
+  NodeIndex index_;  // nodes_ by name, for filter and prioritize; guarded by mu_
   std::unordered_map<std::string, std::string> pod_node_;  // pod uid -> node
 
   mutable std::mutex pending_mu_;  // guards pending_

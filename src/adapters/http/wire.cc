@@ -1,5 +1,8 @@
 #include "adapters/http/wire.h"
 
+#include <optional>
+
+#include "adapters/http/json_scanner.h"
 #include "troupe/common/strings.h"
 
 namespace troupe::http {
@@ -154,9 +157,6 @@ Result<Json> parseBody(std::string_view body) {
   return doc;
 }
 
-// The document is ours (parsed from the body), so values may be moved out of it.
-Json* mutableField(Json& object, std::string_view name) { return const_cast<Json*>(field(object, name)); }
-
 // Appends `text` as a JSON string, byte for byte as Json::dump() writes it: plain printable
 // ASCII is copied, anything else goes through the library's escaping (and its UTF-8 check).
 void appendString(std::string& out, const std::string& text) {
@@ -187,6 +187,261 @@ void appendMapOrNull(std::string& out, const std::map<std::string, std::string>&
     appendString(out, value);
   }
   out += '}';
+}
+
+// --- ExtenderArgs, read in place -------------------------------------------------------------
+// A names-only request is mostly node names, a full-node one mostly node objects that Troupe
+// reads a few fields of and hands back unchanged. Neither needs a document: JsonScanner
+// validates the body, the few fields are read as they pass, each node object is kept as its
+// own bytes, and only the Pod goes through the DOM (podFromJson). Every reader below gives
+// what the DOM path (field(), str(), stringMap(), quantityText(), nodeFromJson()) would.
+
+// field()'s choice among an object's members, made while streaming: the member named exactly
+// `name` (its last value: a repeated key keeps its first position and last value in the
+// document), else the first spelling that matches case-insensitively (its last value).
+template <class T>
+class Pick {
+ public:
+  // Where the value of member `key` goes when field(object, name) could choose it, else
+  // nullptr (the caller skips the value). A repeated key starts from a fresh T.
+  T* slot(std::string_view key, std::string_view name) {
+    if (key == name) return &exact_.emplace();
+    if (!equalsIgnoreCase(key, name)) return nullptr;
+    if (folded_ && key != folded_key_) return nullptr;  // an earlier spelling is the one chosen
+    folded_key_.assign(key);
+    return &folded_.emplace();
+  }
+  T* get() { return exact_ ? &*exact_ : folded_ ? &*folded_ : nullptr; }
+
+ private:
+  std::optional<T> exact_, folded_;
+  std::string folded_key_;
+};
+
+// Each reader consumes exactly one value and returns false only when the body is not valid
+// JSON; a value of an unexpected type is passed over and reads as absent, as in the DOM path.
+
+bool readText(JsonScanner& in, std::string* out) {  // str()
+  if (in.peek() != '"') return in.skip();
+  std::string_view v;
+  std::string scratch;
+  if (!in.readString(&v, &scratch)) return false;
+  out->assign(v);
+  return true;
+}
+
+bool readQuantity(JsonScanner& in, std::string* out) {  // quantityText()
+  const char c = in.peek();
+  if (c == '"') return readText(in, out);
+  const size_t start = in.pos();
+  if (!in.skip()) return false;
+  if (c == '-' || (c >= '0' && c <= '9')) {
+    // Rare (hand-written clients): the library's own text for the number.
+    const Json number = Json::parse(in.text().substr(start, in.pos() - start));
+    *out = quantityText(&number);
+  }
+  return true;
+}
+
+bool readFlag(JsonScanner& in, bool* out) {  // is_boolean() && get<bool>()
+  *out = in.peek() == 't';
+  return in.skip();
+}
+
+bool readStringMap(JsonScanner& in, sched::StringMap* out) {  // stringMap()
+  if (in.peek() != '{') return in.skip();
+  in.enterObject();
+  std::string_view key, value;
+  std::string key_scratch, value_scratch;
+  while (in.nextKey(&key, &key_scratch)) {
+    if (in.peek() == '"') {
+      if (!in.readString(&value, &value_scratch)) return false;
+      out->insert_or_assign(std::string(key), std::string(value));
+    } else {
+      if (!in.skip()) return false;
+      out->erase(std::string(key));  // a repeated key whose last value is not a string
+    }
+  }
+  return in.ok();
+}
+
+// Reads the members of an object value with `member(key)`, which consumes each value; any
+// other value is passed over. Returns whether the value was an object, through `object`.
+template <class F>
+bool readObject(JsonScanner& in, F&& member, bool* object = nullptr) {
+  if (in.peek() != '{') return in.skip();
+  if (object) *object = true;
+  in.enterObject();
+  std::string_view key;
+  std::string scratch;
+  while (in.nextKey(&key, &scratch)) {
+    if (!member(key)) return false;
+  }
+  return in.ok();
+}
+
+struct ResourcesRead {  // status.allocatable or status.capacity
+  Pick<std::string> gpus;
+};
+struct MetadataRead {
+  bool object = false;
+  Pick<std::string> name;
+  Pick<sched::StringMap> labels, annotations;
+};
+struct SpecRead {
+  Pick<bool> unschedulable;
+};
+struct StatusRead {
+  Pick<ResourcesRead> allocatable, capacity;
+};
+struct NodeRead {
+  bool object = false;
+  Pick<MetadataRead> metadata;
+  Pick<SpecRead> spec;
+  Pick<StatusRead> status;
+};
+
+bool readResources(JsonScanner& in, ResourcesRead* out) {
+  return readObject(in, [&](std::string_view key) {
+    std::string* gpus = out->gpus.slot(key, model::kGpuResource);
+    return gpus ? readQuantity(in, gpus) : in.skip();
+  });
+}
+
+bool readNode(JsonScanner& in, NodeRead* out) {
+  auto metadata = [&](MetadataRead* m) {
+    return readObject(
+        in,
+        [&](std::string_view key) {
+          if (std::string* name = m->name.slot(key, "name")) return readText(in, name);
+          if (sched::StringMap* labels = m->labels.slot(key, "labels")) return readStringMap(in, labels);
+          if (sched::StringMap* notes = m->annotations.slot(key, "annotations"))
+            return readStringMap(in, notes);
+          return in.skip();
+        },
+        &m->object);
+  };
+  auto spec = [&](SpecRead* s) {
+    return readObject(in, [&](std::string_view key) {
+      bool* flag = s->unschedulable.slot(key, "unschedulable");
+      return flag ? readFlag(in, flag) : in.skip();
+    });
+  };
+  auto status = [&](StatusRead* s) {
+    return readObject(in, [&](std::string_view key) {
+      if (ResourcesRead* r = s->allocatable.slot(key, "allocatable")) return readResources(in, r);
+      if (ResourcesRead* r = s->capacity.slot(key, "capacity")) return readResources(in, r);
+      return in.skip();
+    });
+  };
+  return readObject(
+      in,
+      [&](std::string_view key) {
+        if (MetadataRead* m = out->metadata.slot(key, "metadata")) return metadata(m);
+        if (SpecRead* sp = out->spec.slot(key, "spec")) return spec(sp);
+        if (StatusRead* st = out->status.slot(key, "status")) return status(st);
+        return in.skip();
+      },
+      &out->object);
+}
+
+// nodeFromJson() of what readNode() saw.
+Result<model::NodeFacts> nodeFacts(NodeRead& read) {
+  model::NodeFacts out;
+  if (!read.object) return badRequest("each node must be a v1.Node object");
+  MetadataRead* meta = read.metadata.get();
+  if (!meta || !meta->object) return badRequest("node without metadata");
+  if (std::string* name = meta->name.get()) out.name = std::move(*name);
+  if (out.name.empty()) return badRequest("node without metadata.name");
+  if (sched::StringMap* labels = meta->labels.get()) out.labels = std::move(*labels);
+  if (sched::StringMap* notes = meta->annotations.get()) out.annotations = std::move(*notes);
+  if (SpecRead* spec = read.spec.get()) {
+    if (bool* u = spec->unschedulable.get()) out.unschedulable = *u;
+  }
+  if (StatusRead* status = read.status.get()) {
+    auto gpus = [](Pick<ResourcesRead>& list) {
+      ResourcesRead* r = list.get();
+      std::string* v = r ? r->gpus.get() : nullptr;
+      return v ? *v : std::string();
+    };
+    out.allocatable_gpus = gpus(status->allocatable);
+    if (out.allocatable_gpus.empty()) out.allocatable_gpus = gpus(status->capacity);
+  }
+  return out;
+}
+
+struct NodeNamesRead {
+  bool null = false, array = false, strings = true;
+  std::vector<std::string> names;
+};
+struct NodeItem {
+  std::string error;  // nodeFromJson's message when the object is not a usable v1.Node
+  model::NodeFacts facts;
+  std::string text;  // the object's bytes as received
+};
+struct ItemsRead {
+  bool array = false;
+  std::vector<NodeItem> nodes;
+};
+struct NodeListRead {
+  bool null = false;
+  Pick<ItemsRead> items;
+};
+
+bool readNodeNames(JsonScanner& in, NodeNamesRead* out) {
+  const char c = in.peek();
+  if (c == 'n') out->null = true;
+  if (c != '[') return in.skip();
+  out->array = true;
+  in.enterArray();
+  std::string_view name;
+  std::string scratch;
+  while (in.nextItem()) {
+    if (in.peek() == '"') {
+      if (!in.readString(&name, &scratch)) return false;
+      out->names.emplace_back(name);
+    } else {
+      out->strings = false;
+      if (!in.skip()) return false;
+    }
+  }
+  return in.ok();
+}
+
+bool readItems(JsonScanner& in, ItemsRead* out) {
+  if (in.peek() != '[') return in.skip();
+  out->array = true;
+  in.enterArray();
+  while (in.nextItem()) {
+    in.peek();
+    const size_t start = in.pos();
+    NodeRead read;
+    if (!readNode(in, &read)) return false;
+    NodeItem& item = out->nodes.emplace_back();
+    item.text.assign(in.text().substr(start, in.pos() - start));
+    Result<model::NodeFacts> facts = nodeFacts(read);
+    if (facts.isOk()) {
+      item.facts = std::move(facts).value();
+    } else {
+      item.error = facts.status().message();
+    }
+  }
+  return in.ok();
+}
+
+bool readNodeList(JsonScanner& in, NodeListRead* out) {
+  if (in.peek() == 'n') out->null = true;
+  return readObject(in, [&](std::string_view key) {
+    ItemsRead* items = out->items.slot(key, "items");
+    return items ? readItems(in, items) : in.skip();
+  });
+}
+
+// A value the scanner has already validated, as a document (the DomBuilder of parseBody).
+std::optional<Json> parseValidated(std::string_view text) {
+  DomBuilder builder;
+  if (!Json::sax_parse(text.begin(), text.end(), &builder)) return std::nullopt;
+  return std::move(builder.root());
 }
 
 }  // namespace
@@ -262,41 +517,65 @@ Result<model::NodeFacts> nodeFromJson(const Json& node) {
 }
 
 Result<ExtenderArgs> decodeExtenderArgs(std::string_view body) {
-  Result<Json> doc = parseBody(body);
-  if (!doc.isOk()) return doc.status();
+  if (body.empty()) return badRequest("empty request body; expected a JSON object");
+  auto invalid = [&] {
+    return badRequest("request body is not valid JSON (" + std::to_string(body.size()) + " bytes)");
+  };
+  JsonScanner in(body);
+  if (in.peek() != '{') {
+    if (!in.skip() || !in.finish()) return invalid();
+    return badRequest("request body must be a JSON object");
+  }
+  // The whole body is read (and validated) first; then the fields are checked in the order
+  // the messages promise: Pod, then NodeNames, then Nodes.
+  Pick<std::string_view> pod;
+  Pick<NodeNamesRead> names;
+  Pick<NodeListRead> nodes;
+  const bool read = readObject(in, [&](std::string_view key) {
+    if (std::string_view* text = pod.slot(key, "Pod")) {
+      in.peek();
+      const size_t start = in.pos();
+      if (!in.skip()) return false;
+      *text = body.substr(start, in.pos() - start);
+      return true;
+    }
+    if (NodeNamesRead* n = names.slot(key, "NodeNames")) return readNodeNames(in, n);
+    if (NodeListRead* n = nodes.slot(key, "Nodes")) return readNodeList(in, n);
+    return in.skip();
+  });
+  if (!read || !in.finish()) return invalid();
+
   ExtenderArgs args;
-  const Json* pod = field(doc.value(), "Pod");
-  if (!pod || pod->is_null()) return badRequest("ExtenderArgs.Pod is missing");
-  Result<sched::PodFacts> facts = podFromJson(*pod);
+  const std::string_view* pod_text = pod.get();
+  std::optional<Json> pod_doc = pod_text ? parseValidated(*pod_text) : std::optional<Json>(Json());
+  if (!pod_doc) return invalid();
+  if (pod_doc->is_null()) return badRequest("ExtenderArgs.Pod is missing");
+  Result<sched::PodFacts> facts = podFromJson(*pod_doc);
   if (!facts.isOk()) return badRequest("ExtenderArgs." + facts.status().message());
   args.pod = std::move(facts).value();
 
-  Json* names = mutableField(doc.value(), "NodeNames");
-  Json* nodes = mutableField(doc.value(), "Nodes");
-  if (names && !names->is_null()) {
-    if (!names->is_array()) return badRequest("ExtenderArgs.NodeNames must be an array of strings");
-    args.node_names.reserve(names->size());
-    for (Json& e : *names) {
-      if (!e.is_string()) return badRequest("ExtenderArgs.NodeNames must contain only strings");
-      args.node_names.push_back(std::move(e.get_ref<std::string&>()));
-    }
+  NodeNamesRead* node_names = names.get();
+  NodeListRead* node_list = nodes.get();
+  if (node_names && !node_names->null) {
+    if (!node_names->array) return badRequest("ExtenderArgs.NodeNames must be an array of strings");
+    if (!node_names->strings) return badRequest("ExtenderArgs.NodeNames must contain only strings");
+    args.node_names = std::move(node_names->names);
     args.node_cache_mode = true;
-  } else if (nodes && !nodes->is_null()) {
-    Json* items = mutableField(*nodes, "items");
-    if (!items || !items->is_array())
-      return badRequest("ExtenderArgs.Nodes.items must be an array of v1.Node");
+  } else if (node_list && !node_list->null) {
+    ItemsRead* items = node_list->items.get();
+    if (!items || !items->array) return badRequest("ExtenderArgs.Nodes.items must be an array of v1.Node");
     args.node_cache_mode = false;
-    args.node_names.reserve(items->size());
-    args.nodes.reserve(items->size());
-    args.node_objects.reserve(items->size());
-    for (size_t i = 0; i < items->size(); ++i) {
-      Result<model::NodeFacts> n = nodeFromJson((*items)[i]);
-      if (!n.isOk()) {
-        return badRequest("ExtenderArgs.Nodes.items[" + std::to_string(i) + "]: " + n.status().message());
+    args.node_names.reserve(items->nodes.size());
+    args.nodes.reserve(items->nodes.size());
+    args.node_objects.reserve(items->nodes.size());
+    for (size_t i = 0; i < items->nodes.size(); ++i) {
+      NodeItem& item = items->nodes[i];
+      if (!item.error.empty()) {
+        return badRequest("ExtenderArgs.Nodes.items[" + std::to_string(i) + "]: " + item.error);
       }
-      args.node_names.push_back(n.value().name);
-      args.nodes.push_back(std::move(n).value());
-      args.node_objects.push_back(std::move((*items)[i]));
+      args.node_names.push_back(item.facts.name);
+      args.nodes.push_back(std::move(item.facts));
+      args.node_objects.push_back(std::move(item.text));
     }
   } else {
     return badRequest("ExtenderArgs has neither NodeNames nor Nodes; one must be set");
@@ -309,7 +588,10 @@ std::string encodeFilterResult(const ExtenderArgs& args, const sched::FilterResu
   // {Nodes, NodeNames, FailedNodes, FailedAndUnresolvableNodes, Error} and dumping it, without
   // copying every survivor (a whole v1.Node in full mode) into a temporary document.
   std::string out;
-  out.reserve(256 + result.passed.size() * 24 + (result.failed.size() + result.unresolvable.size()) * 96);
+  size_t objects = 0;
+  for (const std::string& text : args.node_objects) objects += text.size() + 1;
+  out.reserve(256 + objects + result.passed.size() * 24 +
+              (result.failed.size() + result.unresolvable.size()) * 96);
   out += "{\"Nodes\":";
   if (args.node_cache_mode) {
     out += "null,\"NodeNames\":[";  // [] (not null) when nothing passes
@@ -325,7 +607,7 @@ std::string encodeFilterResult(const ExtenderArgs& args, const sched::FilterResu
     for (size_t i = 0; i < args.node_names.size() && next < result.passed.size(); ++i) {
       if (args.node_names[i] == result.passed[next]) {
         if (next) out += ',';
-        out += args.node_objects[i].dump();
+        out += args.node_objects[i];  // the bytes kube-scheduler sent
         ++next;
       }
     }

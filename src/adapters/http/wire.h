@@ -36,7 +36,9 @@ struct ExtenderArgs {
   bool node_cache_mode = true;          // NodeNames given (true) or a full NodeList
   std::vector<std::string> node_names;  // in both modes: the candidates, in order
   std::vector<model::NodeFacts> nodes;  // full mode only
-  std::vector<Json> node_objects;       // full mode only: the objects as received
+  // Full mode only: each node object's bytes exactly as received, handed back unchanged for
+  // the survivors (kube-scheduler decodes them again), so they are never parsed into a DOM.
+  std::vector<std::string> node_objects;
 };
 Result<ExtenderArgs> decodeExtenderArgs(std::string_view body);
 

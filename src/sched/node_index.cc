@@ -1,0 +1,62 @@
+#include "troupe/sched/node_index.h"
+
+#include <functional>
+
+namespace troupe::sched {
+
+uint64_t NodeIndex::hashOf(std::string_view name) { return std::hash<std::string_view>{}(name); }
+
+size_t NodeIndex::probe(std::string_view name, uint64_t hash) const {
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (!s.node || (s.hash == hash && s.node->info().name == name)) return i;
+  }
+}
+
+const model::NodeState* NodeIndex::find(std::string_view name) const {
+  if (size_ == 0) return nullptr;
+  return slots_[probe(name, hashOf(name))].node;
+}
+
+void NodeIndex::insert(const model::NodeState* node) {
+  if ((size_ + 1) * 2 > slots_.size()) grow();
+  const uint64_t hash = hashOf(node->info().name);
+  Slot& s = slots_[probe(node->info().name, hash)];
+  if (!s.node) ++size_;
+  s = {hash, node};
+}
+
+bool NodeIndex::erase(std::string_view name) {
+  if (size_ == 0) return false;
+  const size_t mask = slots_.size() - 1;
+  size_t hole = probe(name, hashOf(name));
+  if (!slots_[hole].node) return false;
+  // Backward-shift deletion: move later entries of the probe run into the hole when their
+  // home slot is not after it, so every entry stays reachable without tombstones.
+  for (size_t next = (hole + 1) & mask; slots_[next].node; next = (next + 1) & mask) {
+    const size_t home = slots_[next].hash & mask;
+    const bool movable = hole <= next ? (home <= hole || home > next) : (home <= hole && home > next);
+    if (movable) {
+      slots_[hole] = slots_[next];
+      hole = next;
+    }
+  }
+  slots_[hole] = Slot{};
+  --size_;
+  return true;
+}
+
+void NodeIndex::grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(old.empty() ? 16 : old.size() * 2, Slot{});
+  const size_t mask = slots_.size() - 1;
+  for (const Slot& s : old) {
+    if (!s.node) continue;
+    size_t i = s.hash & mask;
+    while (slots_[i].node) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
+}
+
+}  // namespace troupe::sched
