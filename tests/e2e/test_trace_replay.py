@@ -21,7 +21,7 @@ def test_live_replay_matches_the_simulator():
         pytest.skip(f"the FGD trace is not at {trace_replay.TRACE_DIR} (../shared/data); nothing to replay")
     if os.path.exists(STATE_FILE) and read_state().get("TROUPE_MODE", "standalone") != "kube":
         pytest.skip("runs once, in the Kubernetes-mode pass of the suite (it starts its own cluster)")
-    args = argparse.Namespace(nodes=60, fill=105, seed=42, arrive=100, policy="troupe", tolerance=0.5,
+    args = argparse.Namespace(nodes=60, fill=105, seed=42, arrive=100, policy="troupe", narrow_to="best", tolerance=0.5,
                               trace_dir=trace_replay.TRACE_DIR, troupe=os.path.join(trace_replay.ROOT, "build", "troupe"),
                               work_dir=os.path.join(trace_replay.ROOT, "build", "e2e-replay-slice"), keep=False)
     r = trace_replay.run(args)

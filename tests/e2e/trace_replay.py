@@ -138,12 +138,12 @@ def pod_manifest(pod):
 class Cluster:
     """A dedicated control plane for the replay (its own state dir, ports and Troupe)."""
 
-    def __init__(self, nodes_csv, policy, state_dir):
+    def __init__(self, nodes_csv, policy, state_dir, narrow_to="best"):
         self.dir = state_dir
         config = os.path.join(state_dir + "-troupe.yaml")
         os.makedirs(os.path.dirname(config), exist_ok=True)
         with open(config, "w", encoding="utf-8") as f:
-            f.write(f"policy: {{name: {policy}}}\nfilter: {{narrowTo: best}}\n")
+            f.write(f"policy: {{name: {policy}}}\nfilter: {{narrowTo: {narrow_to}}}\n")
         self.env = dict(os.environ, TROUPE_E2E_DIR=state_dir, TROUPE_MODE="kube", NODES_CSV=nodes_csv,
                         SCHEDULER_TEMPLATE=os.path.join(HERE, "scheduler-config-replay.tmpl.yaml"),
                         TROUPE_ARGS=f"--config {config}", TROUPE_RECORD="0", TROUPE_SCHEDULER_NAME=SCHEDULER)
@@ -217,7 +217,7 @@ def run(args):
     reported = (report["policies"][0]["unallocated_percent"].get(str(args.arrive)) or {}).get("mean")
 
     t0 = time.monotonic()
-    cluster = Cluster(nodes_csv, args.policy, os.path.join(ROOT, "build", "e2e-replay"))
+    cluster = Cluster(nodes_csv, args.policy, os.path.join(ROOT, "build", "e2e-replay"), args.narrow_to)
     api = cluster.up()
     up_s = time.monotonic() - t0
     try:
@@ -230,7 +230,7 @@ def run(args):
     live_at, live_end, _ = unallocated(pods, live_of, capacity, args.arrive)
     differ = [p["name"] for p in pods if live_of.get(p["name"], "") != sim_of.get(p["name"], "")]
     result = {
-        "policy": args.policy, "seed": args.seed, "nodes": len(nodes), "gpus": capacity, "pods": len(pods),
+        "policy": args.policy, "narrow_to": args.narrow_to, "seed": args.seed, "nodes": len(nodes), "gpus": capacity, "pods": len(pods),
         "arrived_percent": round(arrived, 2), "arrive": args.arrive,
         "sim_unallocated_at": sim_at, "sim_unallocated_reported": reported, "sim_unallocated_end": sim_end,
         "live_unallocated_at": live_at, "live_unallocated_end": live_end,
@@ -248,6 +248,8 @@ def main():
     ap.add_argument("--seed", type=int, default=42, help="whose shuffled pod order to take (42)")
     ap.add_argument("--arrive", type=int, default=100, help="read unallocated GPUs at this arrived %% (100)")
     ap.add_argument("--policy", default="troupe")
+    ap.add_argument("--narrow-to", default="best", choices=["best", "all"],
+                    help="Troupe's filter.narrowTo (all: kube-scheduler adds Troupe's 0..10 scores to its own)")
     ap.add_argument("--tolerance", type=float, default=0.5, help="allowed |live - sim| in points (0.5)")
     ap.add_argument("--trace-dir", default=TRACE_DIR)
     ap.add_argument("--troupe", default=os.path.join(ROOT, "build", "troupe"))
