@@ -102,7 +102,8 @@ TEST_CASE("simulate --in-order writes every pod's node in file order", "[cli][si
   REQUIRE(src != nullptr);
   std::string placements = "/tmp/troupe-cli-test-" + std::to_string(::getpid()) + "-placements.csv";
   Run r = troupe(std::string("simulate --in-order --policy troupe --seeds 1 --json --nodes ") + src +
-                 "/examples/trace/nodes.csv --pods " + src + "/examples/trace/pods.csv --placements " + placements);
+                 "/examples/trace/nodes.csv --pods " + src + "/examples/trace/pods.csv --placements " +
+                 placements);
   INFO(r.output);
   REQUIRE(r.code == 0);
   std::ifstream in(placements);

@@ -78,9 +78,10 @@ TEST_CASE("narrowing: filter passes only the best node, the others fail as resol
 TEST_CASE("narrowing: equal nodes tie to one fixed node, whatever the request order", "[narrow]") {
   std::vector<std::string> names;
   for (int i = 0; i < 12; ++i) names.push_back("node-" + std::to_string(i));
-  const std::string expected = *std::min_element(names.begin(), names.end(), [](const auto& a, const auto& b) {
-    return troupe::sched::nodeTieRank(a) < troupe::sched::nodeTieRank(b);
-  });
+  const std::string expected =
+      *std::min_element(names.begin(), names.end(), [](const auto& a, const auto& b) {
+        return troupe::sched::nodeTieRank(a) < troupe::sched::nodeTieRank(b);
+      });
   for (PolicyKind kind : {PolicyKind::kTroupe, PolicyKind::kFgd, PolicyKind::kBestFit}) {
     Scheduler s = narrowing(true, kind);
     for (const std::string& n : names) add(s, gpuNode(n, 8));
@@ -133,7 +134,8 @@ PodFacts podOf(const troupe::sim::TracePod& t) {
   c.requests["cpu"] = std::to_string(t.cpu_milli) + "m";
   c.requests["memory"] = std::to_string(t.memory_mib) + "Mi";
   if (t.num_gpu > 0 && t.gpu_milli >= 1000) c.limits["nvidia.com/gpu"] = std::to_string(t.num_gpu);
-  if (t.num_gpu == 1 && t.gpu_milli < 1000) p.annotations["troupe.dev/gpu-milli"] = std::to_string(t.gpu_milli);
+  if (t.num_gpu == 1 && t.gpu_milli < 1000)
+    p.annotations["troupe.dev/gpu-milli"] = std::to_string(t.gpu_milli);
   p.containers.push_back(c);
   return p;
 }
@@ -208,8 +210,8 @@ TEST_CASE("narrowing: a live Scheduler places the example trace exactly as simul
       const std::string sim_node = s >= 0 ? cluster.value().nodes[static_cast<size_t>(s)].name : "";
       if (live_node != sim_node) {
         ++differ;
-        UNSCOPED_INFO(troupe::sched::policyName(kind) << ": pod " << pods[i].name << " live " << live_node
-                                                      << " sim " << sim_node);
+        UNSCOPED_INFO(troupe::sched::policyName(kind)
+                      << ": pod " << pods[i].name << " live " << live_node << " sim " << sim_node);
       }
     }
     INFO(troupe::sched::policyName(kind) << ": " << placed << " placed, " << dropped << " dropped");
