@@ -12,6 +12,8 @@
 #                          tests/e2e/scheduler-config.tmpl.yaml)
 #   TROUPE_BIN=path        Troupe binary (default build/troupe; skipped with a warning if absent)
 #   TROUPE_ARGS="..."      extra arguments for `troupe serve`
+#   TROUPE_NARROW_TO=all   Troupe's filter passes every fitting node (default best: only the
+#                          node it ranks first, as the chart ships it)
 #   TROUPE_RECORD=0        do not record request bodies (default: build/e2e/record/<start>/)
 #   TROUPE_PORT=p          Troupe's port (default: a free port)
 #   TROUPE_BIND_VERB=bind  add bindVerb to the extender config (default: unset = not used)

@@ -143,10 +143,11 @@ class Cluster:
         config = os.path.join(state_dir + "-troupe.yaml")
         os.makedirs(os.path.dirname(config), exist_ok=True)
         with open(config, "w", encoding="utf-8") as f:
-            f.write(f"policy: {{name: {policy}}}\nfilter: {{narrowTo: {narrow_to}}}\n")
+            f.write(f"policy: {{name: {policy}}}\n")
         self.env = dict(os.environ, TROUPE_E2E_DIR=state_dir, TROUPE_MODE="kube", NODES_CSV=nodes_csv,
                         SCHEDULER_TEMPLATE=os.path.join(HERE, "scheduler-config-replay.tmpl.yaml"),
-                        TROUPE_ARGS=f"--config {config}", TROUPE_RECORD="0", TROUPE_SCHEDULER_NAME=SCHEDULER)
+                        TROUPE_ARGS=f"--config {config}", TROUPE_NARROW_TO=narrow_to, TROUPE_RECORD="0",
+                        TROUPE_SCHEDULER_NAME=SCHEDULER)
         self.env.pop("NODES", None)
 
     def _script(self, name):
