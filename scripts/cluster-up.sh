@@ -6,8 +6,14 @@
 #
 # Env:
 #   NODES=N                generate N mixed nodes instead of tests/e2e/nodes.yaml's fleet
+#   NODES_CSV=path         one node per GPU row of an openb trace node list instead (the
+#                          trace's CPU, memory, GPUs and model; tests/e2e/trace_replay.py)
+#   SCHEDULER_TEMPLATE=path  kube-scheduler config template (default
+#                          tests/e2e/scheduler-config.tmpl.yaml)
 #   TROUPE_BIN=path        Troupe binary (default build/troupe; skipped with a warning if absent)
 #   TROUPE_ARGS="..."      extra arguments for `troupe serve`
+#   TROUPE_NARROW_TO=all   Troupe's filter passes every fitting node (default best: only the
+#                          node it ranks first, as the chart ships it)
 #   TROUPE_RECORD=0        do not record request bodies (default: build/e2e/record/<start>/)
 #   TROUPE_PORT=p          Troupe's port (default: a free port)
 #   TROUPE_METRICS_PORT=p  Troupe's --metrics-listen port: /healthz /readyz /metrics only
@@ -189,6 +195,7 @@ umask 022
 # ---- fake GPU nodes + cluster.yaml for Troupe -----------------------------------
 gen_args=()
 [ -n "${NODES:-}" ] && gen_args=(--generate "$NODES")
+[ -n "${NODES_CSV:-}" ] && gen_args=(--trace-nodes "$NODES_CSV")
 python3 "$E2E_ROOT/tests/e2e/make_nodes.py" "${gen_args[@]}" --out-dir "$E2E_DIR" \
   --k8s-version "$K8S_VERSION" --create --kubectl "$KUBECTL" --kubeconfig "$E2E_KUBECONFIG" \
   --parallel "${NODE_CREATE_PARALLEL:-2}"
@@ -200,7 +207,7 @@ troupe_start
 # ---- kube-scheduler ------------------------------------------------------------
 E2E_KUBECONFIG="$E2E_KUBECONFIG" TROUPE_PORT="$TROUPE_PORT" TROUPE_SCHEDULER_NAME="$TROUPE_SCHEDULER_NAME" \
   python3 "$E2E_ROOT/tests/e2e/render_template.py" \
-  "$E2E_ROOT/tests/e2e/scheduler-config.tmpl.yaml" "$E2E_DIR/scheduler-config.yaml"
+  "${SCHEDULER_TEMPLATE:-$E2E_ROOT/tests/e2e/scheduler-config.tmpl.yaml}" "$E2E_DIR/scheduler-config.yaml"
 e2e_start kube-scheduler "$K8S_BIN/kube-scheduler" \
   --config="$E2E_DIR/scheduler-config.yaml" \
   --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" \

@@ -173,9 +173,11 @@ troupe_start() {
   # Probes and Prometheus on their own port, as the Helm chart runs it (older state.env: none).
   local metrics=()
   [ -n "${TROUPE_METRICS_PORT:-}" ] && metrics=(--metrics-listen "127.0.0.1:$TROUPE_METRICS_PORT")
+  # Filter narrowed to Troupe's best node, as the chart ships it (README: Live replay);
+  # TROUPE_NARROW_TO=all for scores only. A --narrow-to in TROUPE_ARGS comes later and wins.
   # shellcheck disable=SC2086
   e2e_start troupe "$TROUPE_BIN" serve --listen "127.0.0.1:$TROUPE_PORT" "${metrics[@]}" \
-    "${source[@]}" "${record[@]}" ${TROUPE_ARGS:-}
+    "${source[@]}" "${record[@]}" --narrow-to "${TROUPE_NARROW_TO:-best}" ${TROUPE_ARGS:-}
   e2e_wait_http troupe "http://127.0.0.1:$TROUPE_PORT$ready_path" "${TROUPE_WAIT_S:-30}" ||
     e2e_die "troupe did not become healthy"
   e2e_log "troupe healthy (pid $(e2e_pid troupe)) on http://127.0.0.1:$TROUPE_PORT"

@@ -3,7 +3,7 @@
 # build/e2e/cluster.yaml, log appended to build/e2e/logs/troupe.log).
 #
 # Usage: scripts/troupe-restart.sh [restart|start|stop|status]   (default restart)
-# Env:   TROUPE_BIN, TROUPE_ARGS, TROUPE_WAIT_S (health wait, default 30)
+# Env:   TROUPE_BIN, TROUPE_ARGS, TROUPE_NARROW_TO, TROUPE_WAIT_S (health wait, default 30)
 set -euo pipefail
 # shellcheck source=scripts/lib-e2e.sh
 . "$(dirname "$0")/lib-e2e.sh"

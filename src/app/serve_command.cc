@@ -40,7 +40,8 @@ Flags:
                        answer 404 there) on a second address, e.g. 0.0.0.0:8889 for kubelet
                        probes and Prometheus, while --listen stays on 127.0.0.1 for
                        kube-scheduler in the same pod.
-  --config FILE        YAML: listen, maxBodyBytes, logLevel, policy {name, weights}.
+  --config FILE        YAML: listen, maxBodyBytes, logLevel, policy {name, weights},
+                       filter {narrowTo}.
                        See examples/config.yaml.
   --cluster FILE       YAML list of nodes for standalone mode (no Kubernetes API), e.g.
                        examples/cluster.yaml. Without it Troupe learns nodes from full-node
@@ -53,6 +54,9 @@ Flags:
                        set) without --cluster or --kubeconfig does the same with the pod's
                        service account. RBAC: deploy/rbac.yaml.
   --kube-context NAME  the kubeconfig context to use (default: its current-context)
+  --narrow-to best|all filter passes only the node Troupe ranks first (best), so
+                       kube-scheduler places the pod exactly there, or every node that fits
+                       (all, the default; or 'filter: {narrowTo: ...}' in --config)
   --record-dir DIR     save every extender request body under DIR (to capture what a real
                        kube-scheduler sends)
   --log-level LEVEL    debug | info | warn | error (default info); logs are JSON lines on stderr
@@ -75,6 +79,7 @@ struct ServeFlags {
   std::optional<std::string> log_level;
   std::optional<std::string> kubeconfig;
   std::optional<std::string> kube_context;
+  std::optional<std::string> narrow_to;
 };
 
 int usage(const std::string& message) {
@@ -90,7 +95,7 @@ int serveCommand(const std::vector<std::string>& args) {
       {"--listen", &flags.listen},         {"--metrics-listen", &flags.metrics_listen},
       {"--config", &flags.config},         {"--cluster", &flags.cluster},
       {"--record-dir", &flags.record_dir}, {"--log-level", &flags.log_level},
-      {"--kubeconfig", &flags.kubeconfig}, {"--kube-context", &flags.kube_context}};
+      {"--kubeconfig", &flags.kubeconfig}, {"--kube-context", &flags.kube_context}, {"--narrow-to", &flags.narrow_to}};
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
     if (arg == "-h" || arg == "--help") {
@@ -121,6 +126,11 @@ int serveCommand(const std::vector<std::string>& args) {
   }
   if (flags.listen) cfg.listen = *flags.listen;
   if (flags.log_level) cfg.log_level = *flags.log_level;
+  if (flags.narrow_to) {
+    Result<bool> narrow = config::parseNarrowTo(*flags.narrow_to);
+    if (!narrow.isOk()) return usage("--narrow-to " + narrow.status().message());
+    cfg.narrow_to_best = narrow.value();
+  }
   http::LogLevel level = http::LogLevel::kInfo;
   if (!http::parseLogLevel(cfg.log_level, &level)) {
     return usage("--log-level \"" + cfg.log_level + "\" must be debug, info, warn or error");
@@ -171,6 +181,7 @@ int serveCommand(const std::vector<std::string>& args) {
   http::Logger logger(std::cerr, level);
   sched::SchedulerConfig sched_config;
   sched_config.policy = cfg.policy;
+  sched_config.narrow_to_best = cfg.narrow_to_best;
   sched::Scheduler scheduler(sched_config);
   if (flags.cluster) {
     Result<std::vector<model::NodeFacts>> nodes = config::loadCluster(*flags.cluster);
@@ -233,6 +244,7 @@ int serveCommand(const std::vector<std::string>& args) {
                           {"metrics_url", metrics_server ? metrics_server->url() : server.url()},
                           {"nodes", std::to_string(scheduler.nodeCount())},
                           {"policy", sched::policyName(cfg.policy.kind)},
+                          {"narrowTo", cfg.narrow_to_best ? "best" : "all"},
                           {"mode", mode}});
   if (cluster) cluster->start([&handler] { handler.setReady(true); });
   int signal_number = 0;

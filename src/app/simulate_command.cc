@@ -60,6 +60,12 @@ Flags:
   --arrive PERCENT   report unallocated GPUs at this arrived % (default 100; 130 is always
                      reported too)
   --tune RATIO       clone pods until they ask for RATIO x the GPU capacity (default 1.3)
+  --in-order         replay the pods once each in the file's order (no shuffle, no clones),
+                     as the live replay creates them (tools/trace_replay.py): ties go to the
+                     live extender's node order and every policy measures fragmentation
+                     against a request window that starts empty, as a fresh 'troupe serve'
+  --placements FILE  write FILE (CSV: policy,seed,pod,node; node empty when dropped) with
+                     every pod's node, in replay order
   --json             print the results as JSON instead of the table
   --out DIR          write DIR/curves.csv (mean allocation per arrived %), DIR/runs.csv (per
                      seed) and DIR/allocation.svg (the plot)
@@ -87,6 +93,8 @@ struct SimulateFlags {
   int arrive = 100;
   double tune = 1.3;
   bool json = false;
+  bool in_order = false;
+  std::string placements;
   std::string out;
   int threads = 0;
 };
@@ -129,14 +137,18 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
       f.json = true;
       continue;
     }
+    if (arg == "--in-order") {
+      f.in_order = true;
+      continue;
+    }
     bool has_value = false;
     if (size_t eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
       value = arg.substr(eq + 1);
       arg = arg.substr(0, eq);
       has_value = true;
     }
-    static const char* const kValued[] = {"--nodes",  "--pods", "--policy", "--seeds",  "--first-seed",
-                                          "--arrive", "--tune", "--out",    "--threads"};
+    static const char* const kValued[] = {"--nodes",  "--pods", "--policy", "--seeds",   "--first-seed",
+                                          "--arrive", "--tune", "--out",    "--threads", "--placements"};
     if (std::find(std::begin(kValued), std::end(kValued), arg) == std::end(kValued)) {
       return usage("unknown flag \"" + arg + "\"");
     }
@@ -171,6 +183,8 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
       } catch (...) {
         return usage("--tune \"" + value + "\" must be a ratio from 0.1 to 10, e.g. 1.3");
       }
+    } else if (arg == "--placements") {
+      f.placements = value;
     } else if (arg == "--out") {
       f.out = value;
     } else if (arg == "--threads") {
@@ -241,12 +255,16 @@ int simulateCommand(const std::vector<std::string>& args) {
   Result<std::vector<sim::TracePod>> trace_pods = sim::parsePodCsv(*pod_text, f.pods);
   if (!trace_pods.isOk()) return usage(trace_pods.status().message());
   std::vector<sim::TracePod> pods = std::move(trace_pods).value();
-  std::sort(pods.begin(), pods.end(),
-            [](const sim::TracePod& a, const sim::TracePod& b) { return a.name < b.name; });
+  if (!f.in_order) {
+    std::sort(pods.begin(), pods.end(),
+              [](const sim::TracePod& a, const sim::TracePod& b) { return a.name < b.name; });
+  }
+  std::vector<std::string> node_names;  // the cluster's, sorted by name as RunResult::node_of indexes them
   {
     model::TopologyCatalog catalog;
     Result<sim::Cluster> check = sim::buildCluster(trace_nodes.value(), catalog);
     if (!check.isOk()) return usage(f.nodes + ": " + check.status().message());
+    for (const model::NodeInfo& info : check.value().nodes) node_names.push_back(info.name);
   }
 
   sim::Report report;
@@ -277,6 +295,7 @@ int simulateCommand(const std::vector<std::string>& args) {
       in.seed = f.first_seed + j % f.seeds;
       in.tune_ratio = f.tune;
       in.policy.kind = p.policy;
+      in.in_order = f.in_order;
       p.runs[static_cast<size_t>(j % f.seeds)] = sim::replay(in);
       progress.done(std::string(sched::policyName(p.policy)) + " seed " + std::to_string(in.seed));
     }
@@ -291,6 +310,28 @@ int simulateCommand(const std::vector<std::string>& args) {
   } else {
     std::cout << "Trace: " << f.nodes << " + " << f.pods << " (" << pods.size() << " pods)\n\n"
               << sim::renderTable(report);
+  }
+  if (!f.placements.empty()) {
+    std::string csv = "policy,seed,pod,node\n";
+    for (const sim::PolicyRuns& p : report.policies) {
+      for (const sim::RunResult& run : p.runs) {
+        // In-order runs try the pods as given; others follow the seed's plan, clones included.
+        sim::RunPlan plan = f.in_order
+                                ? sim::planInOrder(static_cast<int>(pods.size()), node_names, run.seed)
+                                : sim::planRun(pods, static_cast<int>(node_names.size()),
+                                               run.capacity_gpus * model::kMilliPerGpu, run.seed, f.tune);
+        for (size_t step = 0; step < run.node_of.size(); ++step) {
+          const int node = run.node_of[step];
+          csv += std::string(sched::policyName(p.policy)) + "," + std::to_string(run.seed) + "," +
+                 pods[static_cast<size_t>(plan.order[step])].name + "," +
+                 (node >= 0 ? node_names[static_cast<size_t>(node)] : std::string()) + "\n";
+        }
+      }
+    }
+    if (!writeFile(f.placements, csv)) {
+      std::cerr << "troupe simulate: cannot write --placements file \"" << f.placements << "\"\n";
+      return 1;
+    }
   }
   if (!f.out.empty()) {
     std::error_code ec;

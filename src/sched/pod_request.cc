@@ -90,7 +90,32 @@ Result<GpuRequest> parseGpuRequest(const PodFacts& pod) {
   }
   req.gpus = static_cast<int>(gpu_milli.value() / 1000);
 
-  if (const std::string* milli = annotationOrLabel(pod, kAnnotationGpuMilli)) {
+  // A share may also be asked as the extended resource troupe.dev/gpu-milli, which
+  // kube-scheduler's managedResources can route to Troupe (annotations cannot).
+  Result<int64_t> share = effectiveMilli(pod, kResourceGpuMilli);
+  if (!share.isOk()) return share.status();
+  std::string share_text;
+  const std::string* milli = annotationOrLabel(pod, kAnnotationGpuMilli);
+  if (share.value() > 0) {
+    share_text = std::to_string(share.value() / 1000);
+    if (share.value() % 1000 != 0 || share.value() > 1000 * 1000) {
+      return invalidArgument("resource " + std::string(kResourceGpuMilli) + "=" +
+                             std::to_string(share.value()) +
+                             "m must be thousandths of one GPU, a whole number from 1 to 1000");
+    }
+    if (req.gpus > 0) {
+      return invalidArgument("resource " + std::string(kResourceGpuMilli) + "=" + share_text +
+                             " is for pods that share one GPU, but the pod also requests nvidia.com/gpu=" +
+                             std::to_string(req.gpus) + "; remove one of the two");
+    }
+    if (milli && *milli != share_text) {
+      return badAnnotation(kAnnotationGpuMilli, *milli,
+                           "the pod also requests resource " + std::string(kResourceGpuMilli) + "=" +
+                               share_text + "; give one of the two, or the same value");
+    }
+    milli = &share_text;
+  }
+  if (milli) {
     int64_t m = 0;
     try {
       size_t used = 0;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <string_view>
 
+#include "troupe/sched/best_node.h"
 #include "troupe/sched/node_scoring.h"
 
 namespace troupe::sched {
@@ -15,17 +16,9 @@ constexpr const char* kUnknownNode =
     "troupe: node unknown to Troupe (no GPU facts yet; check its nvidia.com/gpu labels, or "
     "that Troupe watches the cluster)";
 
-// A fixed pseudo-random order of nodes for breaking ties (FNV-1a of the name): like the FGD
-// artifact's seeded node order, it makes equal scores pack onto the same nodes instead of
-// scattering, and it is stable across calls and restarts.
-uint64_t tieRank(const std::string& name) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : name) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
+// In FailedNodes, not FailedAndUnresolvableNodes: the node could take the pod. Preemption never
+// reads it, since a pod with a node left is schedulable.
+constexpr const char* kBetterNode = "troupe: a better-placed node exists";
 
 // Every field of the facts, each length-prefixed so that no two different facts hash the
 // same text. 64 bits: a collision (a changed node taken for unchanged) is not a practical risk.
@@ -137,10 +130,11 @@ std::optional<model::Allocation> Scheduler::allocationOf(const std::string& pod_
   return *a;
 }
 
-void Scheduler::remember(const PodFacts& pod, const GpuRequest& req, const std::string& gang) {
-  if (pod.uid.empty()) return;
+bool Scheduler::remember(const PodFacts& pod, const GpuRequest& req, const std::string& gang) {
+  if (pod.uid.empty()) return true;
   std::lock_guard lock(pending_mu_);
-  pending_[pod.uid] = Pending{req, pod.key(), ++pending_seq_, gang};
+  auto [it, fresh] = pending_.try_emplace(pod.uid);
+  it->second = Pending{req, pod.key(), ++pending_seq_, gang};
   if (pending_.size() > config_.max_pending_pods) {
     // Forget the oldest tenth: pods that were filtered long ago and never bound.
     std::vector<std::pair<uint64_t, std::string>> order;
@@ -149,6 +143,7 @@ void Scheduler::remember(const PodFacts& pod, const GpuRequest& req, const std::
     std::sort(order.begin(), order.end());
     for (size_t i = 0; i < order.size() / 10 + 1; ++i) pending_.erase(order[i].second);
   }
+  return fresh;
 }
 
 std::optional<Scheduler::Pending> Scheduler::pendingOf(const std::string& uid) const {
@@ -175,15 +170,31 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
     out.categories["invalid-pod"] = static_cast<int>(node_names.size());
     return out;
   }
-  mix_window_.record(req.value());
+  // The mix counts each pod once: a pod kube-scheduler retries a hundred times while it waits
+  // is still one request.
   if (gang.value() && req.value().wantsGpus()) {
-    remember(pod, req.value(), gang.value()->key);
+    if (remember(pod, req.value(), gang.value()->key)) mix_window_.record(req.value());
     std::unique_lock lock(mu_);
     return filterGangLocked(pod, req.value(), *gang.value(), node_names);
   }
-  remember(pod, req.value());
+  if (remember(pod, req.value())) mix_window_.record(req.value());
   std::shared_lock lock(mu_);
-  return filterSingleLocked(req.value(), node_names);
+  out = filterSingleLocked(req.value(), node_names);
+  if (config_.narrow_to_best && out.passed.size() > 1) narrowLocked(req.value(), out);
+  return out;
+}
+
+void Scheduler::narrowLocked(const GpuRequest& req, FilterResult& out) const {
+  std::vector<const model::NodeState*> nodes;
+  nodes.reserve(out.passed.size());
+  for (const std::string& name : out.passed) nodes.push_back(&nodes_.at(name));
+  const std::shared_ptr<const RequestMix> mix = mix_window_.current();
+  const int best = bestNode(config_.policy, nodes, req, ScoreContext{mix.get(), nullptr});
+  for (size_t i = 0; i < out.passed.size(); ++i) {
+    if (static_cast<int>(i) != best) out.failed[out.passed[i]] = kBetterNode;
+  }
+  std::string keep = std::move(out.passed[static_cast<size_t>(best)]);
+  out.passed.assign(1, std::move(keep));
 }
 
 FilterResult Scheduler::filterSingleLocked(const GpuRequest& req, const std::vector<std::string>& node_names,
@@ -313,7 +324,7 @@ std::vector<HostScore> Scheduler::prioritize(const PodFacts& pod,
           s = unitScore(config_.policy, *found[i], req.value(), *p, context);
         }
       }
-      raw.push_back({&name, s, tieRank(name)});
+      raw.push_back({&name, s, nodeTieRank(name)});
     }
   }
   if (raw.empty()) return out;
@@ -380,6 +391,14 @@ Result<model::Allocation> Scheduler::reserveLocked(const std::string& pod_uid, c
     }
     std::optional<Placement> p = placeOnNode(it->second, req);
     if (!p) return failedPrecondition("pod " + key + " no longer fits node " + node);
+    if (req.shared()) {
+      // The GPU the policy scored the node by (troupe and fgd: the share that fragments the
+      // node least), which is also the one the simulator takes.
+      const std::shared_ptr<const RequestMix> mix = mix_window_.current();
+      Placement scored =
+          scoreNode(config_.policy, it->second, req, ScoreContext{mix.get(), nullptr}).placement;
+      if (scored.gpus.size() == 1 && scored.gpus[0] >= 0) p->gpus = scored.gpus;
+    }
     a.gpus = p->gpus;
     a.milli_per_gpu = req.milli_per_gpu;
     a.topology_quality = p->topology_quality;

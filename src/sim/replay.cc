@@ -20,7 +20,9 @@ using sched::PolicyKind;
 // in creation (name) order, then updated with every arrival.
 class MixSource {
  public:
-  MixSource(const std::vector<TracePod>& pods, PolicyKind kind) : live_(kind == PolicyKind::kTroupe) {
+  MixSource(const std::vector<TracePod>& pods, PolicyKind kind, bool cold)
+      : live_(cold || kind == PolicyKind::kTroupe) {
+    if (cold) return;  // a fresh extender: the defaults until the window's first refresh
     if (live_) {
       for (const TracePod& p : pods) window_.record(requestOf(p));
       window_.refresh();
@@ -80,14 +82,36 @@ std::vector<int> shapeIds(const std::vector<sched::GpuRequest>& requests, int* c
   return out;
 }
 
+// kube-scheduler's NodeResourcesFit: CPU, memory, and whole GPUs counted as nvidia.com/gpu
+// requests (shares are invisible to it).
+bool kubeFitsSomewhere(const std::vector<model::NodeState>& nodes, const sched::GpuRequest& req) {
+  for (const model::NodeState& node : nodes) {
+    const model::NodeInfo& info = node.info();
+    if (node.cpuUsed() + req.cpu_milli > info.cpu_milli) continue;
+    if (node.memoryUsed() + req.memory_bytes > info.memory_bytes) continue;
+    if (req.wantsGpus() && !req.shared()) {
+      int64_t requested = 0;
+      for (const auto& [uid, a] : node.allocations()) {
+        if (a.milli_per_gpu >= model::kMilliPerGpu) requested += static_cast<int64_t>(a.gpus.size());
+      }
+      if (requested + req.gpus > info.gpu_count) continue;
+    }
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 RunResult replay(const ReplayInput& in) {
   const auto start = std::chrono::steady_clock::now();
   const Cluster& cluster = *in.cluster;
   const std::vector<TracePod>& pods = *in.sorted_pods;
-  RunPlan plan =
-      planRun(pods, static_cast<int>(cluster.nodes.size()), cluster.gpu_milli(), in.seed, in.tune_ratio);
+  std::vector<std::string> node_names;
+  for (const model::NodeInfo& info : cluster.nodes) node_names.push_back(info.name);
+  RunPlan plan = in.in_order ? planInOrder(static_cast<int>(pods.size()), node_names, in.seed)
+                             : planRun(pods, static_cast<int>(cluster.nodes.size()), cluster.gpu_milli(),
+                                       in.seed, in.tune_ratio);
   GoRandom& rng = plan.random;
 
   std::vector<model::NodeState> nodes;
@@ -104,8 +128,8 @@ RunResult replay(const ReplayInput& in) {
   result.pods = static_cast<int>(plan.order.size());
   result.clones = plan.clones;
   result.curve.reserve(plan.order.size());
-  MixSource mix(pods, in.policy.kind);
-  const sched::TieBreak ties = sched::tieBreakOf(in.policy.kind);
+  MixSource mix(pods, in.policy.kind, in.in_order);
+  const sched::TieBreak ties = in.in_order ? sched::TieBreak::kNodeOrder : sched::tieBreakOf(in.policy.kind);
   int64_t arrived = 0, used = 0;
   std::vector<size_t> feasible;
   feasible.reserve(nodes.size());
@@ -122,7 +146,6 @@ RunResult replay(const ReplayInput& in) {
     const int pod = plan.order[step];
     const sched::GpuRequest& req = requests[static_cast<size_t>(pod)];
     arrived += req.wantsGpus() ? req.totalMilli() : 0;
-    mix.arrived(req);
     feasible.clear();
     for (size_t i = 0; i < nodes.size(); ++i) {
       Memo& m = memoOf(i, pod);
@@ -133,6 +156,9 @@ RunResult replay(const ReplayInput& in) {
       }
       if (m.fits) feasible.push_back(i);
     }
+    // Live, a pod no node has room for by kube-scheduler's own count never reaches Troupe's
+    // filter, so its request window does not see it either.
+    if (!in.in_order || !feasible.empty() || kubeFitsSomewhere(nodes, req)) mix.arrived(req);
     std::optional<size_t> chosen;
     sched::Placement placement;
     if (feasible.size() == 1) {

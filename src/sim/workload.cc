@@ -1,6 +1,10 @@
 #include "troupe/sim/workload.h"
 
+#include <algorithm>
+#include <numeric>
 #include <utility>
+
+#include "troupe/sched/best_node.h"
 
 namespace troupe::sim {
 
@@ -36,6 +40,22 @@ RunPlan planRun(const std::vector<TracePod>& pods, int node_count, int64_t capac
   }
   for (int i = 0; i < 10; ++i) rng.int63();
   plan.node_rank = rng.perm(node_count);
+  return plan;
+}
+
+RunPlan planInOrder(int pod_count, const std::vector<std::string>& node_names, int64_t seed) {
+  RunPlan plan{{}, {}, GoRandom(seed), 0};
+  plan.order.resize(static_cast<size_t>(pod_count));
+  std::iota(plan.order.begin(), plan.order.end(), 0);
+  std::vector<int> by_rank(node_names.size());
+  std::iota(by_rank.begin(), by_rank.end(), 0);
+  std::sort(by_rank.begin(), by_rank.end(), [&](int a, int b) {
+    return sched::nodeTieRank(node_names[static_cast<size_t>(a)]) <
+           sched::nodeTieRank(node_names[static_cast<size_t>(b)]);
+  });
+  plan.node_rank.resize(node_names.size());
+  for (size_t r = 0; r < by_rank.size(); ++r)
+    plan.node_rank[static_cast<size_t>(by_rank[r])] = static_cast<int>(r);
   return plan;
 }
 

@@ -14,6 +14,9 @@ shards (each shard is a List file created by one `kubectl create -f`).
 Examples:
   make_nodes.py                              # default fleet from nodes.yaml
   make_nodes.py --generate 1000              # 1,000 nodes of the mixed types
+  make_nodes.py --trace-nodes nodes.csv      # one node per row of an openb node list
+                                             # (sn,cpu_milli,memory_mib,gpu,model): the
+                                             # trace's CPU, memory and GPUs, product = model
   make_nodes.py --create --kubectl build/k8s/v1.36.3/bin/kubectl \
                 --kubeconfig build/e2e/kubeconfig
 """
@@ -112,6 +115,30 @@ def node_labels(name, t, zone, block, rack):
         labels["nvidia.com/gpu.family"] = t["family"]
     labels.update({k: str(v) for k, v in (t.get("labels") or {}).items()})
     return labels
+
+
+def trace_fleet(path):
+    """Yield (name, type, labels) for each GPU node of an openb node list CSV.
+
+    The node carries what `troupe simulate` gives the same row: its CPU, memory, GPU count and
+    product, room for 1,001 pods (the FGD artifact's node YAML), and no other GPU label, so
+    Troupe guesses the same topology profile as the simulator does.
+    """
+    import csv
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    for i, row in enumerate(rows):
+        for key in ("sn", "cpu_milli", "memory_mib", "gpu", "model"):
+            if key not in row:
+                raise SystemExit(f"make_nodes: {path}: row {i + 2}: missing column '{key}'")
+        if int(row["gpu"]) == 0:
+            continue  # the simulator's cluster is the GPU nodes
+        name = row["sn"]
+        t = {"product": row["model"], "gpus": int(row["gpu"]), "cpu": f"{int(row['cpu_milli'])}m",
+             "memory": f"{int(row['memory_mib'])}Mi", "pods": 1001}
+        labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                  "nvidia.com/gpu.product": row["model"]}
+        yield name, t, labels
 
 
 def node_object(name, t, labels, k8s_version, now):
@@ -218,6 +245,8 @@ def main():
     ap.add_argument("--spec", default=os.path.join(HERE, "nodes.yaml"))
     ap.add_argument("--generate", type=int, metavar="N",
                     help="generate N nodes of the mixed types instead of the default fleet")
+    ap.add_argument("--trace-nodes", metavar="CSV",
+                    help="one node per GPU row of an openb node list instead of the default fleet")
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "build", "e2e"))
     ap.add_argument("--k8s-version", default="v1.36.3", help="kubeletVersion reported by the nodes")
     ap.add_argument("--create", action="store_true", help="also create the Nodes with kubectl")
@@ -227,24 +256,29 @@ def main():
                     help="max concurrent kubectl create processes (one per ~100 nodes)")
     args = ap.parse_args()
 
-    spec = load_spec(args.spec)
-    if args.generate is not None:
-        if args.generate < 1:
-            raise SystemExit("make_nodes: --generate needs N >= 1")
-        fleet = list(generated_fleet(spec, args.generate))
+    if args.trace_nodes and args.generate is not None:
+        raise SystemExit("make_nodes: give --trace-nodes or --generate, not both")
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    entries = []
+    if args.trace_nodes:
+        entries = list(trace_fleet(args.trace_nodes))
     else:
-        fleet = list(default_fleet(spec))
-    names = [f[0] for f in fleet]
+        spec = load_spec(args.spec)
+        if args.generate is not None:
+            if args.generate < 1:
+                raise SystemExit("make_nodes: --generate needs N >= 1")
+            fleet = list(generated_fleet(spec, args.generate))
+        else:
+            fleet = list(default_fleet(spec))
+        for name, tname, zone, block, rack in fleet:
+            t = spec["types"][tname]
+            entries.append((name, t, node_labels(name, t, zone, block, rack)))
+    names = [e[0] for e in entries]
+    if not names:
+        raise SystemExit("make_nodes: no nodes to create")
     if len(set(names)) != len(names):
         raise SystemExit("make_nodes: duplicate node names")
-
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    entries, nodes = [], []
-    for name, tname, zone, block, rack in fleet:
-        t = spec["types"][tname]
-        labels = node_labels(name, t, zone, block, rack)
-        entries.append((name, t, labels))
-        nodes.append(node_object(name, t, labels, args.k8s_version, now))
+    nodes = [node_object(name, t, labels, args.k8s_version, now) for name, t, labels in entries]
 
     os.makedirs(args.out_dir, exist_ok=True)
     write(os.path.join(args.out_dir, "nodes.json"),

@@ -488,3 +488,21 @@ def test_rbac_is_enough_in_cluster_with_token_rotation(api, kube, namespace, e2e
     finally:
         side.stop()
         kube.kubectl("delete", "clusterrolebinding", "troupe-e2e-old", "--ignore-not-found", check=False)
+
+
+def test_shared_gpu_pods_reach_troupe_through_the_gpu_milli_resource(api, namespace, scheduler_name, troupe_url):
+    """A share asked as the resource troupe.dev/gpu-milli (no nvidia.com/gpu) is routed to Troupe
+    by managedResources (ignoredByScheduler: true: no node advertises it) and bound by it."""
+    node = "a10-3"  # 4 GPUs
+    pin = {"kubernetes.io/hostname": node}
+    for name, milli in (("share-a", "300"), ("share-b", "500")):
+        manifest = gpu_pod(name, scheduler=scheduler_name, node_selector=pin)
+        manifest["spec"]["containers"][0]["resources"]["limits"]["troupe.dev/gpu-milli"] = milli
+        api.create_pod(namespace, manifest)
+    bound = wait_all_bound(api, namespace, ["share-a", "share-b"], 60)
+    for name in ("share-a", "share-b"):
+        pod = bound[name]
+        assert pod["spec"]["nodeName"] == node
+        # Troupe's binder wrote the one GPU it chose: the pod went through Troupe, not around it.
+        gpus = pod["metadata"]["annotations"][ASSIGNED].split(",")
+        assert len(gpus) == 1 and 0 <= int(gpus[0]) < 4, pod["metadata"]["annotations"]

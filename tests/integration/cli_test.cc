@@ -85,3 +85,45 @@ TEST_CASE("config and cluster errors name the file, line and key", "[cli][config
   CHECK(missing.code == 2);
   CHECK(missing.output.find("/nonexistent/cluster.yaml") != std::string::npos);
 }
+
+TEST_CASE("filter narrowing is chosen by config or flag, and a bad choice says what is accepted",
+          "[cli][config]") {
+  std::string cfg = tempFile("narrow.yaml", "listen: 127.0.0.1:1\nfilter:\n  narrowTo: first\n");
+  Run r = troupe("serve --config " + cfg);
+  CHECK(r.code == 2);
+  CHECK(r.output.find(cfg + ":3: filter.narrowTo") != std::string::npos);
+  CHECK(r.output.find("use best") != std::string::npos);
+
+  std::string typo = tempFile("narrow-key.yaml", "filter:\n  narrow: best\n");
+  Run k = troupe("serve --config " + typo);
+  CHECK(k.code == 2);
+  CHECK(k.output.find(typo + ":2: filter.narrow: unknown key") != std::string::npos);
+
+  Run flag = troupe("serve --listen 127.0.0.1:1 --narrow-to most");
+  CHECK(flag.code == 2);
+  CHECK(flag.output.find("--narrow-to \"most\" is not a choice") != std::string::npos);
+  CHECK(troupe("serve --help").output.find("--narrow-to best|all") != std::string::npos);
+}
+
+TEST_CASE("simulate --in-order writes every pod's node in file order", "[cli][sim]") {
+  const char* src = std::getenv("TROUPE_SOURCE_DIR");
+  REQUIRE(src != nullptr);
+  std::string placements = "/tmp/troupe-cli-test-" + std::to_string(::getpid()) + "-placements.csv";
+  Run r = troupe(std::string("simulate --in-order --policy troupe --seeds 1 --json --nodes ") + src +
+                 "/examples/trace/nodes.csv --pods " + src + "/examples/trace/pods.csv --placements " +
+                 placements);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  std::ifstream in(placements);
+  std::string line;
+  std::getline(in, line);
+  CHECK(line == "policy,seed,pod,node");
+  std::getline(in, line);
+  CHECK(line.rfind("troupe,42,example-pod-0000,", 0) == 0);  // the file's first pod comes first
+  int rows = 1;
+  while (std::getline(in, line)) ++rows;
+  std::ifstream pods(std::string(src) + "/examples/trace/pods.csv");
+  int pod_rows = -1;  // the header
+  while (std::getline(pods, line)) pod_rows += line.empty() ? 0 : 1;
+  CHECK(rows == pod_rows);  // once each, no clones
+}

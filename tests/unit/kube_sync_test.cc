@@ -270,3 +270,33 @@ TEST_CASE("kube sync: shared GPU pods", "[kube][sync]") {
   CHECK(a->milli_per_gpu == 500);
   CHECK(w.freeOn("n1") == 1);
 }
+
+TEST_CASE("kube nodes: allocatable CPU, memory and pods are tracked for the pods Troupe binds",
+          "[kube][sync]") {
+  json n = nodeJson("n1", 4);
+  n["status"]["allocatable"]["cpu"] = "8";
+  n["status"]["allocatable"]["memory"] = "16Gi";
+  n["status"]["allocatable"]["pods"] = "110";
+  auto facts = troupe::kube::decodeNode(toKube(n));
+  REQUIRE(facts.isOk());
+  CHECK(facts.value().cpu == "8");
+  CHECK(facts.value().memory == "16Gi");
+  CHECK(facts.value().pods == "110");
+
+  World w;
+  w.node(n);
+  auto withCpu = [](const std::string& name, const std::string& cpu) {
+    troupe::sched::PodFacts p = troupe::testing::gpuPod(name, 1);
+    p.containers[0].requests["cpu"] = cpu;
+    return p;
+  };
+  const troupe::sched::PodFacts big = withCpu("big", "6");
+  REQUIRE(w.scheduler.filter(big, {"n1"}).passed.size() == 1);
+  REQUIRE(w.scheduler.reserve(big.uid, "default", big.name, "n1").isOk());
+  // 3 GPUs are free, but only 2 of the node's 8 CPUs.
+  auto r = w.scheduler.filter(withCpu("more", "3"), {"n1"});
+  CHECK(r.passed.empty());
+  REQUIRE(r.failed.count("n1") == 1);
+  CHECK(r.failed.at("n1") == "troupe: insufficient free CPU");
+  CHECK(w.scheduler.filter(withCpu("fits", "2"), {"n1"}).passed.size() == 1);
+}

@@ -165,6 +165,39 @@ TEST_CASE("pod request: annotations", "[pod]") {
   }
 }
 
+TEST_CASE("pod request: a share asked as the resource troupe.dev/gpu-milli", "[pod]") {
+  ContainerResources c;
+  c.limits["troupe.dev/gpu-milli"] = "300";
+  GpuRequest r = mustParse(pod({c}));
+  CHECK(r.gpus == 1);
+  CHECK(r.milli_per_gpu == 300);
+  CHECK(r.shared());
+  SECTION("the annotation may repeat it") {
+    PodFacts p = pod({c});
+    p.annotations["troupe.dev/gpu-milli"] = "300";
+    CHECK(mustParse(p).milli_per_gpu == 300);
+  }
+  SECTION("but not contradict it") {
+    PodFacts p = pod({c});
+    p.annotations["troupe.dev/gpu-milli"] = "500";
+    auto bad = parseGpuRequest(p);
+    REQUIRE_FALSE(bad.isOk());
+    CHECK_THAT(bad.status().message(), Catch::Contains("troupe.dev/gpu-milli=300") && Catch::Contains("500"));
+  }
+  SECTION("out of range, or beside nvidia.com/gpu") {
+    ContainerResources big;
+    big.limits["troupe.dev/gpu-milli"] = "1500";
+    auto bad = parseGpuRequest(pod({big}));
+    REQUIRE_FALSE(bad.isOk());
+    CHECK_THAT(bad.status().message(), Catch::Contains("from 1 to 1000"));
+    ContainerResources both = gpuLimit("1");
+    both.limits["troupe.dev/gpu-milli"] = "500";
+    auto twice = parseGpuRequest(pod({both}));
+    REQUIRE_FALSE(twice.isOk());
+    CHECK_THAT(twice.status().message(), Catch::Contains("remove one of the two"));
+  }
+}
+
 TEST_CASE("pod request: every bad value names its key and the value", "[pod]") {
   struct Bad {
     const char* what;

@@ -9,6 +9,8 @@
 //                            none      topology is ignored
 //   troupe.dev/gpu-milli: 500          a share of one GPU (1..1000) for pods that do not
 //                                      request nvidia.com/gpu
+//                                      (or the resource troupe.dev/gpu-milli: 500, which
+//                                      kube-scheduler's managedResources can route to Troupe)
 // Annotations win over labels of the same key. Every error names the key, the value and what
 // is expected, because it ends up in `kubectl describe pod`.
 #pragma once
@@ -28,6 +30,9 @@ inline constexpr const char* kAnnotationGpuModel = "troupe.dev/gpu-model";
 inline constexpr const char* kAnnotationGpuMemory = "troupe.dev/gpu-memory";
 inline constexpr const char* kAnnotationGpuTopology = "troupe.dev/gpu-topology";
 inline constexpr const char* kAnnotationGpuMilli = "troupe.dev/gpu-milli";
+// The same share as an extended resource (limits: {troupe.dev/gpu-milli: 500}), so that
+// kube-scheduler's managedResources sends the pod to Troupe.
+inline constexpr const char* kResourceGpuMilli = "troupe.dev/gpu-milli";
 inline constexpr const char* kAnnotationGpus = "troupe.dev/gpus";  // the assignment Troupe writes
 
 struct ContainerResources {

@@ -33,6 +33,10 @@ using Clock = std::chrono::steady_clock;
 struct SchedulerConfig {
   PolicyConfig policy;
   size_t max_pending_pods = 100000;  // pods remembered between filter and bind
+  // Filter passes only the policy's best node (bestNode), the rest fail with "a better-placed
+  // node exists". kube-scheduler takes a lone feasible node without scoring, so Troupe's
+  // choice is not diluted by the 0..10 extender scale, its weight or the in-tree scores.
+  bool narrow_to_best = false;
   // Gangs: the default bind-barrier wait (troupe.dev/gang-timeout overrides per gang); how
   // long a gang may wait for capacity before the nodes it needs stop taking other pods; how
   // recently a waiting gang must have been seen to keep its place in line.
@@ -170,7 +174,8 @@ class Scheduler {
   };
   using Completion = std::pair<BindCallback, Result<model::Allocation>>;
 
-  void remember(const PodFacts& pod, const GpuRequest& req, const std::string& gang = "");
+  // True when the pod was not pending yet (its first filter since it arrived).
+  bool remember(const PodFacts& pod, const GpuRequest& req, const std::string& gang = "");
   std::optional<Pending> pendingOf(const std::string& uid) const;
   Clock::time_point now() const;
   Result<model::Allocation> reserveLocked(const std::string& pod_uid, const std::string& key,
@@ -179,6 +184,8 @@ class Scheduler {
   // Filter for a pod on its own (or a member of an admitted gang); caller holds mu_.
   FilterResult filterSingleLocked(const GpuRequest& req, const std::vector<std::string>& node_names,
                                   const std::string& own_gang = "") const;
+  // narrow_to_best: keeps only the best of `out.passed`; caller holds mu_.
+  void narrowLocked(const GpuRequest& req, FilterResult& out) const;
   // Gang internals; the caller holds mu_ exclusively.
   FilterResult filterGangLocked(const PodFacts& pod, const GpuRequest& req, const GangSpec& spec,
                                 const std::vector<std::string>& node_names);

@@ -35,10 +35,14 @@ struct RunResult {
 
 struct ReplayInput {
   const Cluster* cluster = nullptr;
-  const std::vector<TracePod>* sorted_pods = nullptr;  // by name
+  const std::vector<TracePod>* sorted_pods = nullptr;  // by name (in_order: in replay order)
   int64_t seed = 42;
   double tune_ratio = kDefaultTuneRatio;
   sched::PolicyConfig policy;
+  // What a fresh `troupe serve --narrow-to best` does with these pods created one at a time:
+  // no shuffle and no clones (planInOrder), ties by the live node order, and every policy
+  // measures fragmentation against the live window of requests, started empty.
+  bool in_order = false;
 };
 
 RunResult replay(const ReplayInput& input);

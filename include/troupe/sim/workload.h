@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "troupe/sim/go_random.h"
@@ -30,5 +31,10 @@ inline constexpr double kDefaultTuneRatio = 1.3;
 // `sorted_pods` must be sorted by name.
 RunPlan planRun(const std::vector<TracePod>& sorted_pods, int node_count, int64_t capacity_milli,
                 int64_t seed, double tune_ratio = kDefaultTuneRatio);
+
+// The live replay's plan: every pod once, in the given order, no clones; ties go to the live
+// extender's node order (nodeTieRank of each name, `node_names` sorted by name). The stream,
+// seeded, serves only the random policy.
+RunPlan planInOrder(int pod_count, const std::vector<std::string>& node_names, int64_t seed);
 
 }  // namespace troupe::sim

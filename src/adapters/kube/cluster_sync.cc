@@ -330,7 +330,7 @@ void ClusterSync::NodeHandler::event(WatchEventType type, const Json& object) {
     if (!name.empty()) sync_.deleteNode(name);
     return;
   }
-  Result<model::NodeFacts> facts = http::nodeFromJson(object);
+  Result<model::NodeFacts> facts = decodeNode(object);
   if (!facts.isOk()) {
     sync_.logger_.warn("node skipped", {{"node", nameOf(object)}, {"error", facts.status().message()}});
     return;

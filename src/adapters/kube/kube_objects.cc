@@ -143,6 +143,22 @@ Result<PodView> decodePod(const Json& pod) {
   return v;
 }
 
+Result<model::NodeFacts> decodeNode(const Json& node) {
+  Result<model::NodeFacts> facts = http::nodeFromJson(node);
+  if (!facts.isOk()) return facts;
+  const Json* status = member(node, "status");
+  const Json* alloc = status ? member(*status, "allocatable") : nullptr;
+  if (!alloc) return facts;
+  auto text = [&](const char* key) {
+    const Json* q = member(*alloc, key);
+    return q && q->is_string() ? q->get<std::string>() : std::string();
+  };
+  facts.value().cpu = text("cpu");
+  facts.value().memory = text("memory");
+  facts.value().pods = text("pods");
+  return facts;
+}
+
 std::string formatGpus(const std::vector<int>& gpus) {
   std::string out;
   for (int g : gpus) out += (out.empty() ? "" : ",") + std::to_string(g);

@@ -9,6 +9,7 @@
 
 #include "adapters/http/wire.h"
 #include "troupe/common/status.h"
+#include "troupe/model/node.h"
 #include "troupe/sched/pod_request.h"
 
 namespace troupe::kube {
@@ -41,6 +42,12 @@ struct PodView {
 // Decodes a v1.Pod. A pod whose GPU annotations are invalid still counts by its
 // nvidia.com/gpu request: it may be running, bound by someone else.
 Result<PodView> decodePod(const Json& pod);
+
+// A v1.Node as the core sees it: http::nodeFromJson's GPU facts plus the allocatable CPU,
+// memory and pod count, so the placements Troupe makes (and scores by free CPU, as the
+// simulator does) account for the CPU and memory of the pods it binds. kube-scheduler still
+// enforces them for every pod; pods Troupe did not bind count for their GPUs only.
+Result<model::NodeFacts> decodeNode(const Json& node);
 
 // "0,1,2,3"
 std::string formatGpus(const std::vector<int>& gpus);

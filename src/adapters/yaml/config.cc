@@ -80,7 +80,8 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
   const YAML::Node& root = doc.value();
   if (root.IsNull()) return c;
   Where w{source};
-  if (Status s = checkKeys(w, root, "", {"listen", "maxBodyBytes", "logLevel", "policy"}); !s.isOk())
+  if (Status s = checkKeys(w, root, "", {"listen", "maxBodyBytes", "logLevel", "policy", "filter"});
+      !s.isOk())
     return s;
   if (root["listen"]) {
     Result<std::string> v = scalar<std::string>(w, root["listen"], "listen", "HOST:PORT");
@@ -127,7 +128,25 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
       if (!errors.empty()) return w.at(weights, "policy.weights", errors.front());
     }
   }
+  if (const YAML::Node filter = root["filter"]) {
+    if (Status st = checkKeys(w, filter, "filter", {"narrowTo"}); !st.isOk()) return st;
+    if (filter["narrowTo"]) {
+      Result<std::string> v = scalar<std::string>(w, filter["narrowTo"], "filter.narrowTo", "best or all");
+      if (!v.isOk()) return v.status();
+      Result<bool> narrow = parseNarrowTo(v.value());
+      if (!narrow.isOk()) return w.at(filter["narrowTo"], "filter.narrowTo", narrow.status().message());
+      c.narrow_to_best = narrow.value();
+    }
+  }
   return c;
+}
+
+Result<bool> parseNarrowTo(const std::string& value) {
+  if (value == "best") return true;
+  if (value == "all") return false;
+  return invalidArgument("\"" + value +
+                         "\" is not a choice: use best (pass only the node Troupe ranks first) or all "
+                         "(pass every node that fits)");
 }
 
 Result<ServeConfig> loadServeConfig(const std::string& path) {

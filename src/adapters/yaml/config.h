@@ -7,6 +7,8 @@
 //   policy:
 //     name: troupe                  # troupe | binpack | spread
 //     weights: {pack: 0.5, topology: 0.3, domains: 0.2}
+//   filter:
+//     narrowTo: best                # best: pass only the policy's best node | all (default)
 //
 // Cluster (--cluster), the nodes of standalone mode:
 //   nodes:
@@ -36,7 +38,11 @@ struct ServeConfig {
   size_t max_body_bytes = 64 << 20;
   std::string log_level = "info";
   sched::PolicyConfig policy;
+  bool narrow_to_best = false;  // filter.narrowTo: best
 };
+
+// "best" -> true, "all" -> false; anything else is an error that says what is accepted.
+Result<bool> parseNarrowTo(const std::string& value);
 
 Result<ServeConfig> loadServeConfig(const std::string& path);
 Result<ServeConfig> parseServeConfig(const std::string& text, const std::string& source_name);

@@ -1,0 +1,27 @@
+// The one node the policy ranks first, chosen exactly as `troupe simulate` chooses it: the
+// highest NodeScore value wins, equal values go to a fixed node order. The live filter can
+// pass only this node (SchedulerConfig::narrow_to_best), so kube-scheduler, which takes a lone
+// feasible node without scoring, places the pod where the simulator would.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "troupe/model/node.h"
+#include "troupe/sched/node_scoring.h"
+
+namespace troupe::sched {
+
+// A fixed pseudo-random order of nodes (FNV-1a of the name; lower wins a tie). Like the FGD
+// artifact's seeded node order it packs equal scores onto the same nodes instead of
+// scattering them, and it is stable across calls and restarts.
+uint64_t nodeTieRank(std::string_view name);
+
+// Index into `nodes` of the policy's best node for `req`, or -1 when `nodes` is empty. Every
+// node must fit the pod (checkNode). The random policy ranks by unitScore's hash of the node
+// and its load instead: there is no random stream on the live path.
+int bestNode(const PolicyConfig& policy, const std::vector<const model::NodeState*>& nodes,
+             const GpuRequest& req, const ScoreContext& context);
+
+}  // namespace troupe::sched

@@ -1,0 +1,36 @@
+#include "troupe/sched/best_node.h"
+
+namespace troupe::sched {
+
+uint64_t nodeTieRank(std::string_view name) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : name) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+int bestNode(const PolicyConfig& policy, const std::vector<const model::NodeState*>& nodes,
+             const GpuRequest& req, const ScoreContext& context) {
+  if (nodes.size() == 1) return 0;  // a lone feasible node is taken without scoring
+  int best = -1;
+  double best_value = 0;
+  uint64_t best_rank = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const model::NodeState& node = *nodes[i];
+    // Exact comparisons, as the simulator's: the policies' whole-number steps are meant to tie.
+    const double value = policy.kind == PolicyKind::kRandom
+                             ? unitScore(policy, node, req, Placement{}, context)
+                             : scoreNode(policy, node, req, context).value;
+    const uint64_t rank = nodeTieRank(node.info().name);
+    if (best < 0 || value > best_value || (value == best_value && rank < best_rank)) {
+      best = static_cast<int>(i);
+      best_value = value;
+      best_rank = rank;
+    }
+  }
+  return best;
+}
+
+}  // namespace troupe::sched
