@@ -62,7 +62,8 @@ std::string podJson(const std::string& name, int gpus, const std::string& gang =
   nlohmann::json pod = {
       {"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "u-" + name}}},
       {"spec",
-       {{"containers", {{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}},
+       {{"containers",
+         {{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}},
       {"status", nlohmann::json::object()}};
   if (!gang.empty()) {
     pod["metadata"]["annotations"] = {{"troupe.dev/gang", gang},
@@ -88,8 +89,8 @@ struct Stack {
   std::unique_ptr<troupe::sched::Scheduler> scheduler =
       std::make_unique<troupe::sched::Scheduler>(troupe::sched::SchedulerConfig{});
   troupe::metrics::Metrics metrics{"test"};
-  std::unique_ptr<troupe::http::ExtenderHandler> handler =
-      std::make_unique<troupe::http::ExtenderHandler>(troupe::http::HandlerOptions{}, *scheduler, metrics, logger);
+  std::unique_ptr<troupe::http::ExtenderHandler> handler = std::make_unique<troupe::http::ExtenderHandler>(
+      troupe::http::HandlerOptions{}, *scheduler, metrics, logger);
 
   Stack() {
     for (const char* name : {"n1", "n2", "n3", "n4"}) REQUIRE(scheduler->upsertNode(gpuNode(name, 8)).isOk());
@@ -142,8 +143,8 @@ TEST_CASE("stop() drains requests in flight and fails binds parked at a gang bar
   auto s = std::make_unique<Stack>();
   troupe::http::ServerOptions options;
   options.drain_grace = std::chrono::milliseconds(500);
-  auto server = std::make_unique<troupe::http::ExtenderServer>("127.0.0.1", freePort(), *s->handler, s->logger,
-                                                               options);
+  auto server = std::make_unique<troupe::http::ExtenderServer>("127.0.0.1", freePort(), *s->handler,
+                                                               s->logger, options);
   REQUIRE(server->start().isOk());
   const std::string url = server->url();
 
@@ -267,5 +268,6 @@ TEST_CASE("requests that arrive while the server drains get an error without rea
   CHECK(parked.body.find("still pending") != std::string::npos);
   // Only the two filters and the parked bind reached the handler.
   const std::string metrics = s.metrics.serialize();
-  CHECK(metrics.find("troupe_extender_requests_total{outcome=\"ok\",verb=\"filter\"} 2") != std::string::npos);
+  CHECK(metrics.find("troupe_extender_requests_total{outcome=\"ok\",verb=\"filter\"} 2") !=
+        std::string::npos);
 }

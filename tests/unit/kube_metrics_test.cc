@@ -69,13 +69,15 @@ TEST_CASE("kube metrics: a 410 Gone counts a watch restart and a relist; syncs a
           "[kube][metrics]") {
   Fixture f;
   f.fake.queueList({200, page("10")});
-  f.fake.queueWatch({200,
-                     {added("11"), json{{"type", "ERROR"},
-                                        {"object", {{"kind", "Status"}, {"code", 410}, {"message", "too old"}}}}
-                                       .dump()}});
+  f.fake.queueWatch(
+      {200,
+       {added("11"),
+        json{{"type", "ERROR"}, {"object", {{"kind", "Status"}, {"code", 410}, {"message", "too old"}}}}
+            .dump()}});
   f.fake.queueList({200, page("20")});
   f.fake.queueWatch({200, {added("21")}});  // ends cleanly: the server's timeout
-  Watcher w(f.api, f.config, f.handler, f.logger, [] { return 0.0; }, &f.metrics);
+  Watcher w(
+      f.api, f.config, f.handler, f.logger, [] { return 0.0; }, &f.metrics);
 
   std::string text = f.metrics.serialize();
   CHECK(value(text, R"(troupe_kube_relists_total{resource="nodes"})") == 0);
@@ -105,10 +107,11 @@ TEST_CASE("kube metrics: a 410 Gone counts a watch restart and a relist; syncs a
 TEST_CASE("kube metrics: failed API calls count by verb and code; a broken watch is an error restart",
           "[kube][metrics]") {
   Fixture f;
-  f.fake.setHook([](const std::string& method, const std::string&, const std::string&) -> std::optional<ApiReply> {
-    if (method == "PATCH") return troupe::kube::replyFromHttp(500, R"({"message":"etcd timeout"})");
-    return std::nullopt;
-  });
+  f.fake.setHook(
+      [](const std::string& method, const std::string&, const std::string&) -> std::optional<ApiReply> {
+        if (method == "PATCH") return troupe::kube::replyFromHttp(500, R"({"message":"etcd timeout"})");
+        return std::nullopt;
+      });
   CHECK(f.api.request("PATCH", "/api/v1/namespaces/ml/pods/a", "{}").status == 500);
   CHECK(f.api.request("PATCH", "/api/v1/namespaces/ml/pods/a", "{}").status == 500);
   CHECK(f.api.request("GET", "/api/v1/namespaces/ml/pods/missing").status == 404);
@@ -117,7 +120,8 @@ TEST_CASE("kube metrics: failed API calls count by verb and code; a broken watch
 
   f.fake.queueList({200, page("10")});
   f.fake.queueWatch({200, {added("11")}, ApiErrorKind::kTransport});
-  Watcher w(f.api, f.config, f.handler, f.logger, [] { return 0.0; }, &f.metrics);
+  Watcher w(
+      f.api, f.config, f.handler, f.logger, [] { return 0.0; }, &f.metrics);
   REQUIRE(w.step(f.stop));
   CHECK_FALSE(w.step(f.stop));
 

@@ -1,8 +1,9 @@
 // Troupe's Prometheus metrics from the scheduler's model: the per-node GPU gauges follow the
 // nodes (allocations, shares, nodes that leave).
+#include "adapters/metrics/metrics.h"
+
 #include <catch2/catch.hpp>
 
-#include "adapters/metrics/metrics.h"
 #include "support/fixtures.h"
 #include "troupe/sched/scheduler.h"
 

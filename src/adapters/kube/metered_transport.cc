@@ -19,8 +19,8 @@ void MeteredTransport::count(const std::string& verb, const ApiReply& reply) {
   metrics_.kubeApiCall(verb, apiCodeLabel(reply));
 }
 
-ApiReply MeteredTransport::request(const std::string& method, const std::string& path, const std::string& body,
-                                   const std::string& content_type) {
+ApiReply MeteredTransport::request(const std::string& method, const std::string& path,
+                                   const std::string& body, const std::string& content_type) {
   ApiReply reply = inner_.request(method, path, body, content_type);
   count(apiVerbLabel(method, path), reply);
   return reply;
