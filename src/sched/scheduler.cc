@@ -27,8 +27,9 @@ uint64_t tieRank(const std::string& name) {
   return h;
 }
 
-// Every field of the facts, each length-prefixed so that no two different facts hash the
-// same text. 64 bits: a collision (a changed node taken for unchanged) is not a practical risk.
+// Every field of the facts in a fixed order, each string's hash and length mixed in, maps
+// preceded by their size. 64 bits: a collision (a changed node taken for unchanged) is not a
+// practical risk.
 uint64_t factsFingerprint(const model::NodeFacts& facts) {
   uint64_t h = 0x9E3779B97F4A7C15ULL;
   auto mix = [&h](std::string_view text) {
