@@ -20,8 +20,9 @@ constexpr const char* kUnknownNode =
 // reads it, since a pod with a node left is schedulable.
 constexpr const char* kBetterNode = "troupe: a better-placed node exists";
 
-// Every field of the facts, each length-prefixed so that no two different facts hash the
-// same text. 64 bits: a collision (a changed node taken for unchanged) is not a practical risk.
+// Every field of the facts in a fixed order, each string's hash and length mixed in, maps
+// preceded by their size. 64 bits: a collision (a changed node taken for unchanged) is not a
+// practical risk.
 uint64_t factsFingerprint(const model::NodeFacts& facts) {
   uint64_t h = 0x9E3779B97F4A7C15ULL;
   auto mix = [&h](std::string_view text) {

@@ -882,3 +882,40 @@ TEST_CASE("wire: a node listed twice is decoded, filtered and answered twice", "
   CHECK(out["Nodes"]["items"][0] == Json::parse(n));
   CHECK(out["Nodes"]["items"][1] == Json::parse(n2));
 }
+
+TEST_CASE("wire: mutated bodies are rejected as invalid JSON exactly when the library rejects them",
+          "[wire][json]") {
+  // Random byte edits of a full-node body (structure, escapes, UTF-8, numbers): the in-place
+  // decoder must call a body invalid JSON if and only if the JSON library does, and never crash.
+  const std::string node =
+      R"({"metadata":{"name":"n\u00e9-1","labels":{"nvidia.com/gpu.product":"NVIDIA-H100-80GB-HBM3","k":"v\n\"q\""}},)"
+      R"("spec":{"unschedulable":false,"taints":[{"key":"a","effect":"NoSchedule"}]},)"
+      R"("status":{"allocatable":{"nvidia.com/gpu":"8","cpu":96,"x":-1.5e3},"images":[{"names":["日本"],"sizeBytes":123}]}})";
+  const std::string seed = fullBody({node, node}) + " ";
+  const std::string alphabet = std::string("{}[],:\"\\/ 0123456789-+.eEtrufalsn\x01\xc3\xa9\xe6\xff", 39);
+  uint64_t state = 99;
+  auto next = [&](uint64_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % n;
+  };
+  int invalid = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::string body = seed;
+    const int edits = 1 + static_cast<int>(next(3));
+    for (int e = 0; e < edits && !body.empty(); ++e) {
+      const size_t at = next(body.size());
+      const char c = alphabet[next(alphabet.size())];
+      switch (next(3)) {
+        case 0: body[at] = c; break;
+        case 1: body.insert(body.begin() + static_cast<std::ptrdiff_t>(at), c); break;
+        default: body.erase(at, 1 + next(4)); break;
+      }
+    }
+    INFO("body: " << Json(body).dump(-1, ' ', true, Json::error_handler_t::replace));
+    const auto r = troupe::http::decodeExtenderArgs(body);
+    const bool said_invalid = !r.isOk() && r.status().message().find("not valid JSON") != std::string::npos;
+    REQUIRE(said_invalid == (!body.empty() && !Json::accept(body)));
+    invalid += said_invalid ? 1 : 0;
+  }
+  CHECK(invalid > 1000);  // most edits break the JSON; the rest exercise the semantic checks
+}

@@ -34,13 +34,12 @@ int hexDigit(char c) {
 // The length of the valid UTF-8 sequence (RFC 3629: no overlong forms, no surrogates, nothing
 // above U+10FFFF) starting with the non-ASCII byte at p, or 0 when it is not one.
 size_t utf8Length(const unsigned char* p, const unsigned char* end) {
-  auto in = [&](size_t i, unsigned lo, unsigned hi) {
-    return p + i < end && p[i] >= lo && p[i] <= hi;
-  };
+  auto in = [&](size_t i, unsigned lo, unsigned hi) { return p + i < end && p[i] >= lo && p[i] <= hi; };
   const unsigned c = p[0];
   if (c >= 0xC2 && c <= 0xDF) return in(1, 0x80, 0xBF) ? 2 : 0;
   if (c == 0xE0) return in(1, 0xA0, 0xBF) && in(2, 0x80, 0xBF) ? 3 : 0;
-  if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) return in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) ? 3 : 0;
+  if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF)
+    return in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) ? 3 : 0;
   if (c == 0xED) return in(1, 0x80, 0x9F) && in(2, 0x80, 0xBF) ? 3 : 0;
   if (c == 0xF0) return in(1, 0x90, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
   if (c >= 0xF1 && c <= 0xF3) return in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF) ? 4 : 0;
@@ -72,7 +71,8 @@ JsonScanner::JsonScanner(std::string_view text)
     : begin_(text.data()), p_(text.data()), end_(text.data() + text.size()) {
   // The library skips a UTF-8 byte order mark at the start and rejects a partial one.
   if (p_ < end_ && static_cast<unsigned char>(*p_) == 0xEF) {
-    if (end_ - p_ >= 3 && static_cast<unsigned char>(p_[1]) == 0xBB && static_cast<unsigned char>(p_[2]) == 0xBF) {
+    if (end_ - p_ >= 3 && static_cast<unsigned char>(p_[1]) == 0xBB &&
+        static_cast<unsigned char>(p_[2]) == 0xBF) {
       p_ += 3;
     } else {
       fail();
@@ -96,7 +96,7 @@ char JsonScanner::peek() {
 }
 
 bool JsonScanner::scanString(std::string* decoded) {
-  ++p_;  // the opening quote
+  ++p_;                  // the opening quote
   const char* run = p_;  // start of the bytes not yet copied into `decoded`
   for (;;) {
     uint64_t chunk;
