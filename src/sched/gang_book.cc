@@ -135,6 +135,7 @@ Scheduler::Gang& Scheduler::gangFor(const PodFacts& pod, const GpuRequest& req, 
   }
   g.priority = std::max(g.priority, pod.priority);
   g.last_seen = t;
+  if (!pod.uid.empty()) g.members.insert(pod.uid);
   return g;
 }
 
@@ -206,15 +207,24 @@ FilterResult Scheduler::filterGangLocked(const PodFacts& pod, const GpuRequest& 
     return out;
   };
 
+  g.candidates = node_names;
   if (g.slots.empty()) {
-    // Waiting gangs take turns: by priority, then arrival. A gang ahead that would fit now
-    // goes first; this one waits with nothing held, so two gangs never split the cluster.
+    // Waiting gangs take turns: by priority, then arrival. A gang ahead that would fit now on
+    // the nodes it is offered, sharing some with this one, goes first; this one waits with
+    // nothing held, so two gangs never split the cluster. Gangs on other nodes do not block.
+    const std::set<std::string> mine(node_names.begin(), node_names.end());
     for (auto& [key, other] : gangs_) {
       if (&other == &g || other.admitted || !other.slots.empty()) continue;
       if (now() - other.last_seen > config_.gang_active_window || !aheadOf(other, g)) continue;
-      std::vector<const model::NodeState*> all;
-      for (const auto& [name, node] : nodes_) all.push_back(&node);
-      if (!planGang(all, other.request, other.spec.min_member, key).slots.empty()) {
+      std::vector<const model::NodeState*> theirs;
+      bool shared = false;
+      for (const std::string& name : other.candidates) {
+        auto it = nodes_.find(name);
+        if (it == nodes_.end()) continue;
+        theirs.push_back(&it->second);
+        shared = shared || mine.count(name) > 0;
+      }
+      if (shared && !planGang(theirs, other.request, other.spec.min_member, key).slots.empty()) {
         return failAll("troupe: gang " + g.spec.key + " waits its turn behind gang " + key +
                            " (higher priority or earlier)",
                        false, "gang");
@@ -456,9 +466,17 @@ void Scheduler::forgetPod(const std::string& pod_uid) {
     pending_.erase(pod_uid);
   }
   std::unique_lock lock(mu_);
-  for (auto& [key, g] : gangs_) {
+  for (auto it = gangs_.begin(); it != gangs_.end();) {
+    Gang& g = it->second;
     for (GangSlot& s : g.slots) {
       if (s.member_uid == pod_uid && !s.bound) s.member_uid.clear();
+    }
+    // Every pod of a gang that never ran is gone: it leaves the line and gives back its plan.
+    if (g.members.erase(pod_uid) && g.members.empty() && !g.admitted && g.waiting.empty()) {
+      releasePlanLocked(g);
+      it = gangs_.erase(it);
+    } else {
+      ++it;
     }
   }
 }

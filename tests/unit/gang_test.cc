@@ -487,3 +487,32 @@ TEST_CASE("gang: a PodGroup label takes the minimum from the lookup hook", "[gan
   CHECK(s.filter(gpuPod("solo", 1), names).passed.size() == 1);  // n0 is held whole for the gang
   CHECK(lookups == 2);                                           // pods without the label never ask
 }
+
+TEST_CASE("gang: a gang ahead blocks only gangs that share its nodes, and leaves when its pods are gone",
+          "[gang]") {
+  FakeClock clock;
+  Scheduler s(gangConfig(clock));
+  addNodes(s, 4);
+  const std::vector<std::string> left = {"n0", "n1"}, right = {"n2", "n3"};
+  REQUIRE(s.filter(gpuPod("solo", 8), left).passed.size() == 2);
+  REQUIRE(s.reserve("uid-solo", "default", "solo", "n0").isOk());
+  // "high" waits on the left (16 GPUs wanted, 8 free there). "low" uses only the right: it is
+  // not behind "high", which cannot use those nodes.
+  CHECK(s.filter(member("high", 0, 8, 2, 100), left).passed.empty());
+  s.release("uid-solo");
+  FilterResult low = s.filter(member("low", 0, 8, 2, 0), right);
+  CHECK(low.passed.size() == 1);
+  // A third gang on the left is behind "high", which fits there now.
+  FilterResult third = s.filter(member("third", 0, 8, 2, 0), left);
+  REQUIRE_FALSE(third.failed.empty());
+  CHECK_THAT(third.failed.begin()->second, Catch::Contains("behind gang default/high"));
+  // All of "high"'s pods are deleted: it leaves the line and "third" goes.
+  s.forgetPod("uid-high-0");
+  CHECK(s.filter(member("third", 0, 8, 2, 0), left).passed.size() == 1);
+  CHECK(s.summary().gangs.held_gpus == 32);  // low's and third's plans only
+
+  // A planned gang whose pods are all deleted gives its GPUs back at once.
+  s.forgetPod("uid-third-0");
+  CHECK(s.summary().gangs.held_gpus == 16);
+  CHECK(s.summary().gangs.planned == 1);
+}

@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -174,6 +175,8 @@ class Scheduler {
     std::vector<GangSlot> slots;           // the plan; empty = not planned
     std::vector<Waiter> waiting;           // binds held at the barrier
     std::vector<std::string> drain_nodes;  // nodes kept free for it after gang_starvation
+    std::vector<std::string> candidates;   // the nodes its members were last offered
+    std::set<std::string> members;         // uids of its pods seen in filter, until deleted
     bool admitted = false;
     std::string last_reason;
   };
