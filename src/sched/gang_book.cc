@@ -16,7 +16,7 @@ std::string holdUid(const std::string& gang, size_t slot) {
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// "gang ns/g: its 8 members are planned on 4 nodes (a x2, b x2, ...), ...": the Event a member
+// "gang ns/g is planned whole: 8 members on 4 nodes (a x2, b x2, ...), ...": the Event a member
 // gets when it is steered to its slot.
 std::string planMessage(const std::string& gang, const std::vector<GangSlot>& slots, const GangSlot& mine,
                         std::chrono::milliseconds timeout) {
