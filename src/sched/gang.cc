@@ -60,37 +60,71 @@ Result<std::chrono::milliseconds> parseDuration(const std::string& text) {
   return milliseconds(total);
 }
 
-Result<std::optional<GangSpec>> parseGang(const PodFacts& pod, std::chrono::milliseconds default_timeout,
-                                          std::optional<int> pod_group_min) {
-  GangSpec spec;
-  const std::string* name = nullptr;
-  if ((name = lookup(pod, kGangName))) {
-    spec.source = kGangName;
-  } else if ((name = lookup(pod, kPodGroupLabel, /*labels_first=*/true))) {
-    spec.source = kPodGroupLabel;
-  } else if ((name = lookup(pod, kVolcanoGroup))) {
-    spec.source = kVolcanoGroup;
-  } else if ((name = lookup(pod, kKueueGroup, /*labels_first=*/true))) {
-    spec.source = kKueueGroup;
-  } else {
-    return std::optional<GangSpec>();
+namespace {
+
+// The key that names the pod's gang and which one it was; nullptr when none.
+const std::string* gangName(const PodFacts& pod, const char** source) {
+  struct Key {
+    const char* key;
+    bool labels_first;
+  };
+  static constexpr Key kOrder[] = {
+      {kGangName, false}, {kPodGroupLabel, true}, {kVolcanoGroup, false}, {kKueueGroup, true}};
+  for (const Key& k : kOrder) {
+    if (const std::string* name = lookup(pod, k.key, k.labels_first)) {
+      *source = k.key;
+      return name;
+    }
   }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string gangKeyOf(const PodFacts& pod) {
+  const char* source = nullptr;
+  const std::string* name = gangName(pod, &source);
+  return name ? pod.ns + "/" + *name : std::string();
+}
+
+const std::string* podGroupName(const PodFacts& pod) {
+  return lookup(pod, kPodGroupLabel, /*labels_first=*/true);
+}
+
+Result<std::optional<GangSpec>> parseGang(const PodFacts& pod, std::chrono::milliseconds default_timeout,
+                                          const PodGroupInfo& pod_group) {
+  GangSpec spec;
+  const char* source = nullptr;
+  const std::string* name = gangName(pod, &source);
+  if (!name) return std::optional<GangSpec>();
+  spec.source = source;
   spec.key = pod.ns + "/" + *name;
 
-  if (const std::string* size = lookup(pod, kGangSize)) {
+  const std::string* size = lookup(pod, kGangSize);
+  const std::string* total = spec.source == kKueueGroup ? lookup(pod, kKueueTotal) : nullptr;
+  if (pod_group.min_member && spec.source == kPodGroupLabel) {
+    spec.min_member = *pod_group.min_member;  // the PodGroup object is the source of truth
+  } else if (size) {
     Result<int> v = positiveInt(*size, kGangSize);
     if (!v.isOk()) return v.status();
     spec.min_member = v.value();
-  } else if (const std::string* total = lookup(pod, kKueueTotal); total && spec.source == kKueueGroup) {
+  } else if (total) {
     Result<int> v = positiveInt(*total, kKueueTotal);
     if (!v.isOk()) return v.status();
     spec.min_member = v.value();
-  } else if (pod_group_min) {
-    spec.min_member = *pod_group_min;
+  } else if (pod_group.min_member) {
+    spec.min_member = *pod_group.min_member;
   } else {
-    return invalidArgument("pod is in gang " + spec.key + " (" + spec.source +
-                           ") but Troupe cannot tell its size: add annotation troupe.dev/gang-size "
-                           "with the number of members that must run together");
+    std::string why =
+        "pod is in gang " + spec.key + " (" + spec.source + ") but Troupe cannot tell its size: ";
+    if (spec.source == kPodGroupLabel) {
+      why += (pod_group.absent.empty() ? "no PodGroup was read" : pod_group.absent) +
+             " and the pod has no annotation troupe.dev/gang-size; create PodGroup " + *name +
+             " (scheduling.x-k8s.io/v1alpha1) with spec.minMember, or add troupe.dev/gang-size";
+    } else {
+      why += "add annotation troupe.dev/gang-size with the number of members that must run together";
+    }
+    return invalidArgument(why);
   }
 
   spec.timeout = default_timeout;

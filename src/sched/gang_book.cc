@@ -16,10 +16,89 @@ std::string holdUid(const std::string& gang, size_t slot) {
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// "gang ns/g is planned whole: 8 members on 4 nodes (a x2, b x2, ...), ...": the Event a member
+// gets when it is steered to its slot.
+std::string planMessage(const std::string& gang, const std::vector<GangSlot>& slots, const GangSlot& mine,
+                        std::chrono::milliseconds timeout) {
+  std::vector<std::pair<std::string, int>> per_node;  // in plan order
+  size_t gpus = 0;
+  for (const GangSlot& s : slots) {
+    gpus += s.gpus.size();
+    auto it =
+        std::find_if(per_node.begin(), per_node.end(), [&](const auto& p) { return p.first == s.node; });
+    if (it == per_node.end()) {
+      per_node.emplace_back(s.node, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  std::string nodes;
+  for (size_t i = 0; i < per_node.size() && i < 8; ++i) {
+    nodes += (i ? ", " : "") + per_node[i].first + " x" + std::to_string(per_node[i].second);
+  }
+  if (per_node.size() > 8) nodes += " and " + std::to_string(per_node.size() - 8) + " more";
+  std::string mine_gpus;
+  for (int g : mine.gpus) mine_gpus += (mine_gpus.empty() ? "" : ",") + std::to_string(g);
+  return "gang " + gang + " is planned whole: " + std::to_string(slots.size()) + " members on " +
+         std::to_string(per_node.size()) + " node" + (per_node.size() == 1 ? "" : "s") + " (" + nodes +
+         "), " + std::to_string(gpus) + " GPUs reserved for it; this pod goes to node " + mine.node +
+         " (GPUs " + mine_gpus + "); binds wait until every member reaches bind, at most " +
+         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout).count()) +
+         "s (troupe.dev/gang-timeout)";
+}
+
 // Stale bookkeeping is dropped after this long without a member being seen.
 constexpr auto kForgetAfter = std::chrono::minutes(10);
 
 }  // namespace
+
+void Scheduler::setGangObserver(GangObserver observer) {
+  std::lock_guard lock(hooks_mu_);
+  gang_observer_ = std::move(observer);
+}
+
+void Scheduler::setPodGroupLookup(PodGroupLookup lookup) {
+  std::lock_guard lock(hooks_mu_);
+  pod_group_lookup_ = std::move(lookup);
+}
+
+PodGroupInfo Scheduler::podGroupOf(const PodFacts& pod) const {
+  const std::string* name = podGroupName(pod);
+  if (!name) return {};
+  PodGroupLookup lookup;
+  {
+    std::lock_guard lock(hooks_mu_);
+    lookup = pod_group_lookup_;
+  }
+  if (!lookup) return PodGroupInfo{std::nullopt, "Troupe does not read PodGroups without the Kubernetes API"};
+  return lookup(pod.ns, *name);
+}
+
+void Scheduler::notify(const std::vector<GangNotice>& notices) const {
+  if (notices.empty()) return;
+  GangObserver observer;
+  {
+    std::lock_guard lock(hooks_mu_);
+    observer = gang_observer_;
+  }
+  if (!observer) return;
+  for (const GangNotice& n : notices) observer(n);
+}
+
+void Scheduler::noticeLocked(GangNotice::Kind kind, const std::string& uid, const std::string& key,
+                             const std::string& gang, std::string message) {
+  // Bounded: nobody may be draining them (a stalled observer must not grow memory).
+  if (notices_.size() >= 10000) return;
+  const size_t slash = key.find('/');
+  GangNotice n;
+  n.kind = kind;
+  n.pod_uid = uid;
+  n.pod_ns = key.substr(0, slash);
+  n.pod_name = slash == std::string::npos ? key : key.substr(slash + 1);
+  n.gang = gang;
+  n.message = std::move(message);
+  notices_.push_back(std::move(n));
+}
 
 bool Scheduler::aheadOf(const Gang& a, const Gang& b) const {
   if (a.priority != b.priority) return a.priority > b.priority;
@@ -56,6 +135,7 @@ Scheduler::Gang& Scheduler::gangFor(const PodFacts& pod, const GpuRequest& req, 
   }
   g.priority = std::max(g.priority, pod.priority);
   g.last_seen = t;
+  if (!pod.uid.empty()) g.members.insert(pod.uid);
   return g;
 }
 
@@ -127,15 +207,24 @@ FilterResult Scheduler::filterGangLocked(const PodFacts& pod, const GpuRequest& 
     return out;
   };
 
+  g.candidates = node_names;
   if (g.slots.empty()) {
-    // Waiting gangs take turns: by priority, then arrival. A gang ahead that would fit now
-    // goes first; this one waits with nothing held, so two gangs never split the cluster.
+    // Waiting gangs take turns: by priority, then arrival. A gang ahead that would fit now on
+    // the nodes it is offered, sharing some with this one, goes first; this one waits with
+    // nothing held, so two gangs never split the cluster. Gangs on other nodes do not block.
+    const std::set<std::string> mine(node_names.begin(), node_names.end());
     for (auto& [key, other] : gangs_) {
       if (&other == &g || other.admitted || !other.slots.empty()) continue;
       if (now() - other.last_seen > config_.gang_active_window || !aheadOf(other, g)) continue;
-      std::vector<const model::NodeState*> all;
-      for (const auto& [name, node] : nodes_) all.push_back(&node);
-      if (!planGang(all, other.request, other.spec.min_member, key).slots.empty()) {
+      std::vector<const model::NodeState*> theirs;
+      bool shared = false;
+      for (const std::string& name : other.candidates) {
+        auto it = nodes_.find(name);
+        if (it == nodes_.end()) continue;
+        theirs.push_back(&it->second);
+        shared = shared || mine.count(name) > 0;
+      }
+      if (shared && !planGang(theirs, other.request, other.spec.min_member, key).slots.empty()) {
         return failAll("troupe: gang " + g.spec.key + " waits its turn behind gang " + key +
                            " (higher priority or earlier)",
                        false, "gang");
@@ -193,6 +282,8 @@ FilterResult Scheduler::filterGangLocked(const PodFacts& pod, const GpuRequest& 
       if (slot.member_uid.empty() && !slot.bound && candidates.count(slot.node)) {
         slot.member_uid = pod.uid;
         mine = &slot;
+        noticeLocked(GangNotice::Kind::kPlanned, pod.uid, pod.key(), g.spec.key,
+                     planMessage(g.spec.key, g.slots, slot, g.spec.timeout));
         break;
       }
     }
@@ -232,6 +323,7 @@ void Scheduler::bind(const std::string& pod_uid, const std::string& pod_ns, cons
   }
   const std::string key = pod_ns + "/" + pod_name;
   std::vector<Completion> completions;
+  std::vector<GangNotice> notices;
   {
     std::unique_lock lock(mu_);
     auto g_it = gangs_.find(pending->gang);
@@ -276,7 +368,17 @@ void Scheduler::bind(const std::string& pod_uid, const std::string& pod_ns, cons
         g.waiting.push_back(Waiter{pod_uid, key, node, std::move(done)});
         int bound = 0;
         for (const GangSlot& s : g.slots) bound += s.bound ? 1 : 0;
-        if (static_cast<int>(g.waiting.size()) + bound >= static_cast<int>(g.slots.size())) {
+        const int missing = static_cast<int>(g.slots.size()) - static_cast<int>(g.waiting.size()) - bound;
+        if (missing > 0) {
+          noticeLocked(
+              GangNotice::Kind::kWaiting, pod_uid, key, g.spec.key,
+              "waiting at the bind barrier of gang " + g.spec.key + " for " + std::to_string(missing) +
+                  " more of " + std::to_string(g.slots.size()) +
+                  " members; all are bound together once they arrive, or all fail " +
+                  std::to_string(
+                      std::chrono::duration_cast<std::chrono::seconds>(g.barrier_deadline - now()).count()) +
+                  "s from now (troupe.dev/gang-timeout)");
+        } else {
           // Everyone is here: turn every hold into the member's own allocation, together.
           for (Waiter& w : g.waiting) {
             for (size_t i = 0; i < g.slots.size(); ++i) {
@@ -307,7 +409,9 @@ void Scheduler::bind(const std::string& pod_uid, const std::string& pod_ns, cons
         }
       }
     }
+    notices.swap(notices_);
   }
+  notify(notices);
   for (Completion& c : completions) c.first(std::move(c.second));
 }
 
@@ -321,7 +425,10 @@ void Scheduler::expireLocked(std::vector<Completion>* out) {
           std::to_string(g.slots.size()) + " members reached bind within " +
           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(g.spec.timeout).count()) +
           "s (troupe.dev/gang-timeout); all are released and the gang is planned again";
-      for (Waiter& w : g.waiting) out->emplace_back(std::move(w.done), deadlineExceeded(msg));
+      for (Waiter& w : g.waiting) {
+        noticeLocked(GangNotice::Kind::kTimedOut, w.uid, w.key, g.spec.key, msg);
+        out->emplace_back(std::move(w.done), deadlineExceeded(msg));
+      }
       g.waiting.clear();
       releasePlanLocked(g);
       g.last_reason = msg;
@@ -342,11 +449,14 @@ void Scheduler::expireLocked(std::vector<Completion>* out) {
 
 void Scheduler::tick() {
   std::vector<Completion> completions;
+  std::vector<GangNotice> notices;
   {
     std::unique_lock lock(mu_);
     if (gangs_.empty()) return;
     expireLocked(&completions);
+    notices.swap(notices_);
   }
+  notify(notices);
   for (Completion& c : completions) c.first(std::move(c.second));
 }
 
@@ -356,9 +466,17 @@ void Scheduler::forgetPod(const std::string& pod_uid) {
     pending_.erase(pod_uid);
   }
   std::unique_lock lock(mu_);
-  for (auto& [key, g] : gangs_) {
+  for (auto it = gangs_.begin(); it != gangs_.end();) {
+    Gang& g = it->second;
     for (GangSlot& s : g.slots) {
       if (s.member_uid == pod_uid && !s.bound) s.member_uid.clear();
+    }
+    // Every pod of a gang that never ran is gone: it leaves the line and gives back its plan.
+    if (g.members.erase(pod_uid) && g.members.empty() && !g.admitted && g.waiting.empty()) {
+      releasePlanLocked(g);
+      it = gangs_.erase(it);
+    } else {
+      ++it;
     }
   }
 }

@@ -164,7 +164,7 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
     out.categories["invalid-pod"] = static_cast<int>(node_names.size());
     return out;
   }
-  Result<std::optional<GangSpec>> gang = parseGang(pod, config_.gang_timeout);
+  Result<std::optional<GangSpec>> gang = parseGang(pod, config_.gang_timeout, podGroupOf(pod));
   if (!gang.isOk()) {
     const std::string reason = "troupe: " + gang.status().message();
     for (const std::string& n : node_names) out.unresolvable[n] = reason;
@@ -175,8 +175,14 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
   // is still one request.
   if (gang.value() && req.value().wantsGpus()) {
     if (remember(pod, req.value(), gang.value()->key)) mix_window_.record(req.value());
-    std::unique_lock lock(mu_);
-    return filterGangLocked(pod, req.value(), *gang.value(), node_names);
+    std::vector<GangNotice> notices;
+    {
+      std::unique_lock lock(mu_);
+      out = filterGangLocked(pod, req.value(), *gang.value(), node_names);
+      notices.swap(notices_);
+    }
+    notify(notices);
+    return out;
   }
   if (remember(pod, req.value())) mix_window_.record(req.value());
   std::shared_lock lock(mu_);

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -80,11 +81,36 @@ TEST_CASE("gang: membership keys, precedence and errors", "[gang]") {
   SECTION("scheduler-plugins label with the PodGroup's minMember") {
     PodFacts p = gpuPod("a", 1);
     p.labels[kPodGroupLabel] = "pg";
-    auto g = parseGang(p, def, 6);
+    auto g = parseGang(p, def, PodGroupInfo{6, ""});
     REQUIRE(g.isOk());
     CHECK(g.value()->min_member == 6);
     CHECK(g.value()->source == kPodGroupLabel);
     CHECK(g.value()->timeout == def);
+    // The PodGroup object wins over troupe.dev/gang-size; without it, gang-size is used.
+    p.annotations[kGangSize] = "3";
+    CHECK(parseGang(p, def, PodGroupInfo{6, ""}).value()->min_member == 6);
+    CHECK(parseGang(p, def, PodGroupInfo{std::nullopt, "the PodGroup CRD is not installed"})
+              .value()
+              ->min_member == 3);
+    CHECK(gangKeyOf(p) == "default/pg");
+    REQUIRE(podGroupName(p));
+    CHECK(*podGroupName(p) == "pg");
+  }
+  SECTION("scheduler-plugins label with neither a PodGroup nor a size: the reason says both") {
+    PodFacts p = gpuPod("a", 1);
+    p.labels[kPodGroupLabel] = "pg";
+    auto e = parseGang(p, def, PodGroupInfo{std::nullopt, "the PodGroup CRD is not installed"});
+    REQUIRE_FALSE(e.isOk());
+    CHECK_THAT(e.status().message(), Catch::Contains("the PodGroup CRD is not installed"));
+    CHECK_THAT(e.status().message(), Catch::Contains("spec.minMember"));
+    CHECK_THAT(e.status().message(), Catch::Contains("troupe.dev/gang-size"));
+  }
+  SECTION("a troupe.dev/gang pod's PodGroup size is used only without gang-size") {
+    PodFacts p = gpuPod("a", 1, {{kGangName, "g"}, {kGangSize, "2"}});
+    p.labels[kPodGroupLabel] = "pg";
+    CHECK(parseGang(p, def, PodGroupInfo{6, ""}).value()->min_member == 2);
+    CHECK(gangKeyOf(p) == "default/g");
+    CHECK(gangKeyOf(gpuPod("b", 1)).empty());
   }
   SECTION("Volcano and Kueue") {
     PodFacts v = gpuPod("a", 1, {{kVolcanoGroup, "vg"}, {kGangSize, "3"}});
@@ -355,4 +381,138 @@ TEST_CASE("gang: concurrent binds of many members", "[gang][concurrency]") {
     for (int g : p.result->value().gpus) CHECK(taken[p.result->value().node].insert(g).second);
   }
   CHECK(freeGpus(s) == 0);
+}
+
+TEST_CASE("gang: members get notices when planned, waiting at the barrier and timed out", "[gang]") {
+  FakeClock clock;
+  Scheduler s(gangConfig(clock));
+  std::vector<GangNotice> seen;
+  std::mutex seen_mu;
+  s.setGangObserver([&](const GangNotice& n) {
+    std::lock_guard lock(seen_mu);
+    seen.push_back(n);
+  });
+  addNodes(s, 2);
+  const auto names = nodeNames(2);
+  std::vector<std::string> planned;
+  for (int i = 0; i < 3; ++i) planned.push_back(s.filter(member("g", i, 4, 3), names).passed.at(0));
+  REQUIRE(seen.size() == 3);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(seen[i].kind == GangNotice::Kind::kPlanned);
+    CHECK(seen[i].pod_uid == "uid-g-" + std::to_string(i));
+    CHECK(seen[i].pod_ns == "default");
+    CHECK(seen[i].pod_name == "g-" + std::to_string(i));
+    CHECK(seen[i].gang == "default/g");
+    CHECK_THAT(seen[i].message, Catch::Contains("3 members on 2 nodes"));
+    CHECK_THAT(seen[i].message, Catch::Contains("this pod goes to node " + planned[i]));
+  }
+  // Filtering a planned member again says nothing new.
+  s.filter(member("g", 0, 4, 3), names);
+  CHECK(seen.size() == 3);
+
+  BindProbe probes[2];
+  s.bind("uid-g-0", "default", "g-0", planned[0], probes[0].callback());
+  s.bind("uid-g-1", "default", "g-1", planned[1], probes[1].callback());
+  REQUIRE(seen.size() == 5);
+  CHECK(seen[3].kind == GangNotice::Kind::kWaiting);
+  CHECK_THAT(seen[3].message, Catch::Contains("for 2 more of 3 members"));
+  CHECK(seen[4].pod_name == "g-1");
+  CHECK_THAT(seen[4].message, Catch::Contains("for 1 more of 3 members"));
+
+  clock.advance(std::chrono::seconds(31));
+  s.tick();
+  REQUIRE(seen.size() == 7);
+  for (int i = 5; i < 7; ++i) {
+    CHECK(seen[i].kind == GangNotice::Kind::kTimedOut);
+    CHECK_THAT(seen[i].message, Catch::Contains("only 2 of 3 members reached bind"));
+  }
+  REQUIRE(probes[0].result);
+  CHECK_FALSE(probes[0].result->isOk());
+  // Without an observer nothing is kept for later.
+  s.setGangObserver(nullptr);
+  s.filter(member("g", 0, 4, 3), names);
+  CHECK(seen.size() == 7);
+}
+
+TEST_CASE("gang: members bound before a restart count; only the rest are planned and held", "[gang]") {
+  FakeClock clock;
+  Scheduler s(gangConfig(clock));
+  addNodes(s, 4);
+  const auto names = nodeNames(4);
+  // What the API shows a fresh Troupe: two of four members bound (recorded by the cluster sync).
+  for (int i = 0; i < 2; ++i) {
+    model::Allocation a;
+    a.pod_uid = "uid-g-" + std::to_string(i);
+    a.pod_key = "default/g-" + std::to_string(i);
+    a.node = "n0";
+    a.gpus = i == 0 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{4, 5, 6, 7};
+    a.gang = "default/g";
+    REQUIRE(s.recordAllocation(a).isOk());
+  }
+  const std::string node2 = s.filter(member("g", 2, 4, 4), names).passed.at(0);
+  CHECK(s.summary().gangs.held_gpus == 8);  // two slots, not four
+  const std::string node3 = s.filter(member("g", 3, 4, 4), names).passed.at(0);
+  BindProbe p2, p3;
+  s.bind("uid-g-2", "default", "g-2", node2, p2.callback());
+  CHECK(p2.calls == 0);
+  s.bind("uid-g-3", "default", "g-3", node3, p3.callback());
+  REQUIRE(p2.result->isOk());
+  REQUIRE(p3.result->isOk());
+  CHECK(s.summary().gangs.admitted == 1);
+  CHECK(s.summary().gangs.held_gpus == 0);
+}
+
+TEST_CASE("gang: a PodGroup label takes the minimum from the lookup hook", "[gang]") {
+  FakeClock clock;
+  Scheduler s(gangConfig(clock));
+  addNodes(s, 2);
+  const auto names = nodeNames(2);
+  int lookups = 0;
+  s.setPodGroupLookup([&](const std::string& ns, const std::string& name) {
+    ++lookups;
+    CHECK(ns == "default");
+    return name == "pg" ? PodGroupInfo{3, ""}
+                        : PodGroupInfo{std::nullopt, "PodGroup default/" + name + " does not exist"};
+  });
+  PodFacts p = gpuPod("m0", 4);
+  p.labels[kPodGroupLabel] = "pg";
+  REQUIRE(s.filter(p, names).passed.size() == 1);
+  CHECK(s.summary().gangs.held_gpus == 12);  // 3 members of 4 GPUs
+  PodFacts other = gpuPod("x0", 4);
+  other.labels[kPodGroupLabel] = "missing";
+  FilterResult r = s.filter(other, names);
+  REQUIRE(r.unresolvable.size() == 2);
+  CHECK_THAT(r.unresolvable.begin()->second, Catch::Contains("PodGroup default/missing does not exist"));
+  CHECK(lookups == 2);
+  CHECK(s.filter(gpuPod("solo", 1), names).passed.size() == 1);  // n0 is held whole for the gang
+  CHECK(lookups == 2);                                           // pods without the label never ask
+}
+
+TEST_CASE("gang: a gang ahead blocks only gangs that share its nodes, and leaves when its pods are gone",
+          "[gang]") {
+  FakeClock clock;
+  Scheduler s(gangConfig(clock));
+  addNodes(s, 4);
+  const std::vector<std::string> left = {"n0", "n1"}, right = {"n2", "n3"};
+  REQUIRE(s.filter(gpuPod("solo", 8), left).passed.size() == 2);
+  REQUIRE(s.reserve("uid-solo", "default", "solo", "n0").isOk());
+  // "high" waits on the left (16 GPUs wanted, 8 free there). "low" uses only the right: it is
+  // not behind "high", which cannot use those nodes.
+  CHECK(s.filter(member("high", 0, 8, 2, 100), left).passed.empty());
+  s.release("uid-solo");
+  FilterResult low = s.filter(member("low", 0, 8, 2, 0), right);
+  CHECK(low.passed.size() == 1);
+  // A third gang on the left is behind "high", which fits there now.
+  FilterResult third = s.filter(member("third", 0, 8, 2, 0), left);
+  REQUIRE_FALSE(third.failed.empty());
+  CHECK_THAT(third.failed.begin()->second, Catch::Contains("behind gang default/high"));
+  // All of "high"'s pods are deleted: it leaves the line and "third" goes.
+  s.forgetPod("uid-high-0");
+  CHECK(s.filter(member("third", 0, 8, 2, 0), left).passed.size() == 1);
+  CHECK(s.summary().gangs.held_gpus == 32);  // low's and third's plans only
+
+  // A planned gang whose pods are all deleted gives its GPUs back at once.
+  s.forgetPod("uid-third-0");
+  CHECK(s.summary().gangs.held_gpus == 16);
+  CHECK(s.summary().gangs.planned == 1);
 }

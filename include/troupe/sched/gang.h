@@ -6,10 +6,11 @@
 //   2. scheduling.x-k8s.io/pod-group: NAME (label; scheduler-plugins coscheduling)
 //   3. scheduling.k8s.io/group-name: NAME (annotation; Volcano)
 //   4. kueue.x-k8s.io/pod-group-name: NAME + kueue.x-k8s.io/pod-group-total-count: N (Kueue)
-// The minimum is troupe.dev/gang-size when present, else Kueue's total count, else the
-// PodGroup's minMember that an adapter looked up (pod_group_min), else it is an error that
-// says which key to add. troupe.dev/gang-timeout (e.g. "5m", "90s") bounds the wait at the
-// bind barrier; default from config. Names are scoped to the pod's namespace.
+// The minimum: for a gang named by the scheduler-plugins label, the minMember of its PodGroup
+// object when an adapter could read it (the object is the scheduler-plugins source of truth);
+// otherwise troupe.dev/gang-size, else Kueue's total count (for a Kueue gang), else the
+// PodGroup's minMember; else it is an error that says which key to add. troupe.dev/gang-timeout (e.g. "5m",
+// "90s") bounds the wait at the bind barrier; default from config. Names are scoped to the pod's namespace.
 #pragma once
 
 #include <chrono>
@@ -36,10 +37,23 @@ struct GangSpec {
   std::string source;  // which key named the gang, for messages
 };
 
-// nullopt when the pod belongs to no gang. `pod_group_min` is the minMember of a PodGroup
-// object named by the pod, when the adapter could read it.
+// What an adapter found about the PodGroup object (scheduling.x-k8s.io/v1alpha1) a pod's
+// scheduling.x-k8s.io/pod-group label names.
+struct PodGroupInfo {
+  std::optional<int> min_member;  // spec.minMember, when the object could be read
+  std::string absent;             // why not, for messages (e.g. "the PodGroup CRD is not installed")
+};
+
+// nullopt when the pod belongs to no gang.
 Result<std::optional<GangSpec>> parseGang(const PodFacts& pod, std::chrono::milliseconds default_timeout,
-                                          std::optional<int> pod_group_min = std::nullopt);
+                                          const PodGroupInfo& pod_group = {});
+
+// The namespace/name of the pod's gang by the same keys as parseGang, without its size:
+// for pods already bound, whose size no longer matters. Empty when it is in no gang.
+std::string gangKeyOf(const PodFacts& pod);
+
+// The PodGroup name of the scheduler-plugins label, or nullptr: the pod needs a PodGroup lookup.
+const std::string* podGroupName(const PodFacts& pod);
 
 // "5m", "90s", "1h30m", "250ms" -> milliseconds; an error names the expected form.
 Result<std::chrono::milliseconds> parseDuration(const std::string& text);

@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -58,6 +59,20 @@ struct FilterResult {
   // "model", "memory", "count", "topology", "busy", "gang", "drain".
   std::map<std::string, int> categories;
 };
+
+// A gang member's progress, for Events on the pod (an adapter posts them).
+struct GangNotice {
+  enum class Kind {
+    kPlanned,   // the gang was planned and this member steered to its node
+    kWaiting,   // the member reached the bind barrier; others are still missing
+    kTimedOut,  // the barrier timed out; the member's bind failed
+  };
+  Kind kind = Kind::kPlanned;
+  std::string pod_uid, pod_ns, pod_name, gang, message;
+};
+using GangObserver = std::function<void(const GangNotice&)>;
+// Reads the PodGroup object a pod's scheduling.x-k8s.io/pod-group label names.
+using PodGroupLookup = std::function<PodGroupInfo(const std::string& ns, const std::string& name)>;
 
 struct HostScore {
   std::string host;
@@ -142,6 +157,11 @@ class Scheduler {
   };
   GangEvents drainGangEvents();
 
+  // Adapter hooks, called from any thread and never under the Scheduler's locks; set them
+  // before serving. The observer must not call back into the Scheduler.
+  void setGangObserver(GangObserver observer);
+  void setPodGroupLookup(PodGroupLookup lookup);
+
   // For each candidate node, keeps the victims only if evicting them lets the pod fit there.
   std::map<std::string, std::vector<std::string>> preempt(
       const PodFacts& pod, const std::map<std::string, std::vector<std::string>>& victims);
@@ -169,6 +189,8 @@ class Scheduler {
     std::vector<GangSlot> slots;           // the plan; empty = not planned
     std::vector<Waiter> waiting;           // binds held at the barrier
     std::vector<std::string> drain_nodes;  // nodes kept free for it after gang_starvation
+    std::vector<std::string> candidates;   // the nodes its members were last offered
+    std::set<std::string> members;         // uids of its pods seen in filter, until deleted
     bool admitted = false;
     std::string last_reason;
   };
@@ -195,6 +217,16 @@ class Scheduler {
   bool aheadOf(const Gang& a, const Gang& b) const;
   std::string drainOwner(const std::string& node) const;  // caller holds mu_ (any mode)
   void expireLocked(std::vector<Completion>* out);
+
+  PodGroupInfo podGroupOf(const PodFacts& pod) const;
+  void notify(const std::vector<GangNotice>& notices) const;
+  void noticeLocked(GangNotice::Kind kind, const std::string& uid, const std::string& key,
+                    const std::string& gang, std::string message);
+
+  mutable std::mutex hooks_mu_;  // guards the two hooks
+  GangObserver gang_observer_;
+  PodGroupLookup pod_group_lookup_;
+  std::vector<GangNotice> notices_;  // guarded by mu_; delivered once it is released
 
   std::map<std::string, Gang> gangs_;  // guarded by mu_
   uint64_t gang_arrivals_ = 0;         // guarded by mu_

@@ -48,11 +48,12 @@ std::string nameOf(const Json& object) {
   return name != meta->end() && name->is_string() ? name->get<std::string>() : std::string();
 }
 
-bool sameHolding(const model::Allocation& a, const std::string& node, const std::vector<int>& gpus,
-                 int64_t milli, int unknown) {
-  if (a.node != node || a.unknown_gpus != unknown) return false;
-  if (!gpus.empty() && a.milli_per_gpu != milli) return false;
-  return model::indicesToMask(a.gpus) == model::indicesToMask(gpus) && a.gpus.size() == gpus.size();
+bool sameHolding(const model::Allocation& held, const model::Allocation& want) {
+  if (held.node != want.node || held.unknown_gpus != want.unknown_gpus || held.gang != want.gang)
+    return false;
+  if (!want.gpus.empty() && held.milli_per_gpu != want.milli_per_gpu) return false;
+  return model::indicesToMask(held.gpus) == model::indicesToMask(want.gpus) &&
+         held.gpus.size() == want.gpus.size();
 }
 
 }  // namespace
@@ -115,6 +116,7 @@ void ClusterSync::applyPodLocked(const PodView& pod) {
   PodRecord want;
   want.node = pod.facts.node_name;
   want.key = pod.facts.key();
+  want.gang = sched::gangKeyOf(pod.facts);
   want.milli = static_cast<int32_t>(pod.milli_per_gpu);
   want.generation = pod_generation_;
   if (!pod.assigned.empty()) {
@@ -131,7 +133,7 @@ void ClusterSync::applyPodLocked(const PodView& pod) {
     have.generation = pod_generation_;
     // A conflict already turned its indices into unknown ones: the same annotation again
     // changes nothing.
-    const bool same = have.node == want.node && have.milli == want.milli &&
+    const bool same = have.node == want.node && have.milli == want.milli && have.gang == want.gang &&
                       ((have.mask == want.mask && have.unknown == want.unknown) ||
                        (have.mask == 0 && want.unknown == 0 && have.unknown == std::popcount(want.mask)));
     if (same) return;
@@ -154,12 +156,13 @@ void ClusterSync::recordLocked(const std::string& uid, PodRecord& rec) {
   model::Allocation a;
   a.pod_uid = uid;
   a.pod_key = rec.key;
+  a.gang = rec.gang;
   a.node = rec.node;
   a.gpus = model::maskToIndices(rec.mask);
   a.milli_per_gpu = rec.milli;
   a.unknown_gpus = rec.unknown;
   if (std::optional<model::Allocation> held = scheduler_.allocationOf(uid)) {
-    if (sameHolding(*held, a.node, a.gpus, a.milli_per_gpu, a.unknown_gpus)) {
+    if (sameHolding(*held, a)) {
       rec.recorded = true;  // e.g. the watch's echo of Troupe's own binding
       return;
     }

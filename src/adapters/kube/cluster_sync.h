@@ -10,7 +10,10 @@
 //     are never handed out twice;
 //   - unbound pods are left alone: a reservation Troupe's binder holds for one stays its own
 //     business until the pod shows up bound (or is deleted);
-//   - a pod that finishes or is deleted releases its GPUs.
+//   - a pod that finishes or is deleted releases its GPUs;
+//   - a bound gang member is recorded as a member of its gang (troupe.dev/gang or the other
+//     gang keys), so after a restart the gang's bound members count towards its minimum and
+//     only the unbound ones are planned again.
 // Applying the same state twice is a no-op, so the watch's echo of Troupe's own binding, a
 // relist and a binder's confirmation never double-count.
 //
@@ -69,6 +72,7 @@ class ClusterSync {
   struct PodRecord {
     std::string node;
     std::string key;
+    std::string gang;         // its gang's key, so a restarted Troupe counts bound members
     uint64_t mask = 0;        // GPU indices when known
     int32_t milli = 1000;     // per GPU
     int16_t unknown = 0;      // GPUs whose indices are unknown

@@ -13,11 +13,27 @@ KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, http::
       seed_rng_(std::random_device{}()),
       sync_(scheduler, logger),
       events_(api_, logger, options_.events),
+      pod_groups_(api_, logger, options_.pod_groups),
       binder_(api_, scheduler, sync_, &events_, logger, options_.binder) {
   if (metrics_) metrics_->enableKube();
+  scheduler_.setPodGroupLookup(
+      [this](const std::string& ns, const std::string& name) { return pod_groups_.lookup(ns, name); });
+  scheduler_.setGangObserver([this](const sched::GangNotice& n) {
+    using Kind = sched::GangNotice::Kind;
+    const char* reason = n.kind == Kind::kPlanned   ? "GangPlanned"
+                         : n.kind == Kind::kWaiting ? "GangWaiting"
+                                                    : "GangTimedOut";
+    events_.podEvent(PodRef{n.pod_ns, n.pod_name, n.pod_uid},
+                     n.kind == Kind::kTimedOut ? "Warning" : "Normal", reason, n.message);
+  });
 }
 
-KubeRuntime::~KubeRuntime() { stop(); }
+KubeRuntime::~KubeRuntime() {
+  stop();
+  // The Scheduler outlives the runtime: it must not call into what is destroyed next.
+  scheduler_.setGangObserver(nullptr);
+  scheduler_.setPodGroupLookup(nullptr);
+}
 
 std::function<double()> KubeRuntime::makeUniform() {
   auto rng = std::make_shared<std::mt19937_64>(seed_rng_());

@@ -1,7 +1,8 @@
 // Troupe with a Kubernetes API: the Node and Pod watches feeding the scheduling core, the
-// binder kube-scheduler's bind verb uses, the event recorder, and a housekeeping thread that
-// settles unconfirmed bindings. Readiness is reported once both watches have completed their
-// first full list (nodes first, then pods, so every pod finds its node).
+// binder kube-scheduler's bind verb uses, the event recorder (also for the core's gang
+// notices: GangPlanned, GangWaiting, GangTimedOut on member pods), the PodGroup reader, and a
+// housekeeping thread that settles unconfirmed bindings. Readiness is reported once both watches have
+// completed their first full list (nodes first, then pods, so every pod finds its node).
 #pragma once
 
 #include <functional>
@@ -16,6 +17,7 @@
 #include "adapters/kube/cluster_sync.h"
 #include "adapters/kube/events.h"
 #include "adapters/kube/metered_transport.h"
+#include "adapters/kube/pod_groups.h"
 #include "adapters/kube/stop_signal.h"
 #include "adapters/kube/watcher.h"
 #include "troupe/sched/scheduler.h"
@@ -24,6 +26,7 @@ namespace troupe::kube {
 
 struct KubeOptions {
   BinderOptions binder;
+  PodGroupOptions pod_groups;
   EventOptions events;
   int watch_timeout_seconds = 300;
   int page_size = 500;
@@ -49,6 +52,7 @@ class KubeRuntime {
   Binder& binder() { return binder_; }
   ClusterSync& sync() { return sync_; }
   EventRecorder& events() { return events_; }
+  PodGroupCache& podGroups() { return pod_groups_; }
 
  private:
   std::function<double()> makeUniform();
@@ -63,6 +67,7 @@ class KubeRuntime {
 
   ClusterSync sync_;
   EventRecorder events_;
+  PodGroupCache pod_groups_;
   Binder binder_;
   StopSignal stop_;
   std::vector<std::thread> threads_;

@@ -1,0 +1,67 @@
+// PodGroup objects of scheduler-plugins' coscheduling (group scheduling.x-k8s.io, version
+// v1alpha1, resource podgroups): a gang named by the label scheduling.x-k8s.io/pod-group takes
+// its minimum from the PodGroup's spec.minMember.
+//
+// Read on demand from the filter path (one GET per group, then cached: found groups for
+// `found_ttl`, missing ones briefly, so a PodGroup created just after its pods is seen soon).
+// The CRD may be absent: a 404 is told apart by asking discovery for the group version, and
+// that answer is cached for `no_crd_ttl`. Every failure becomes a PodGroupInfo whose `absent`
+// says why, so the pod's reason names it and troupe.dev/gang-size is used instead.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "adapters/http/logger.h"
+#include "adapters/kube/api_client.h"
+#include "troupe/sched/gang.h"
+
+namespace troupe::kube {
+
+struct PodGroupOptions {
+  std::chrono::milliseconds found_ttl{std::chrono::seconds(10)};
+  std::chrono::milliseconds missing_ttl{std::chrono::seconds(2)};
+  std::chrono::milliseconds no_crd_ttl{std::chrono::seconds(10)};
+  size_t max_entries = 10000;
+};
+
+class PodGroupCache {
+ public:
+  using Clock = std::chrono::steady_clock;
+  PodGroupCache(KubeTransport& api, http::Logger& logger, PodGroupOptions options = {},
+                std::function<Clock::time_point()> clock = {});
+  PodGroupCache(const PodGroupCache&) = delete;
+  PodGroupCache& operator=(const PodGroupCache&) = delete;
+
+  // Thread-safe; may block on one API request when the answer is not cached.
+  sched::PodGroupInfo lookup(const std::string& ns, const std::string& name);
+
+  uint64_t apiReads() const;
+
+ private:
+  struct Entry {
+    sched::PodGroupInfo info;
+    Clock::time_point expires;
+  };
+  Clock::time_point now() const { return clock_ ? clock_() : Clock::now(); }
+  sched::PodGroupInfo read(const std::string& ns, const std::string& name, std::chrono::milliseconds* ttl);
+  bool crdInstalled(std::string* why);
+
+  KubeTransport& api_;
+  http::Logger& logger_;
+  const PodGroupOptions options_;
+  std::function<Clock::time_point()> clock_;
+
+  mutable std::mutex mu_;  // guards everything below
+  std::unordered_map<std::string, Entry> entries_;
+  Clock::time_point crd_checked_{};
+  bool crd_known_ = false;
+  bool crd_installed_ = false;
+  uint64_t reads_ = 0;
+};
+
+}  // namespace troupe::kube
