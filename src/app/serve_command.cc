@@ -33,7 +33,8 @@ Flags:
                        kube-scheduler's extender urlPrefix is then http://HOST:PORT with
                        filterVerb: filter, prioritizeVerb: prioritize, bindVerb: bind,
                        preemptVerb: preempt.
-  --config FILE        YAML: listen, maxBodyBytes, logLevel, policy {name, weights}.
+  --config FILE        YAML: listen, maxBodyBytes, logLevel, policy {name, weights},
+                       topology {levels}.
                        See examples/config.yaml.
   --cluster FILE       YAML list of nodes for standalone mode (no Kubernetes API), e.g.
                        examples/cluster.yaml. Without it Troupe learns nodes from full-node
@@ -152,6 +153,7 @@ int serveCommand(const std::vector<std::string>& args) {
   http::Logger logger(std::cerr, level);
   sched::SchedulerConfig sched_config;
   sched_config.policy = cfg.policy;
+  sched_config.topology_levels = cfg.topology_levels;
   sched::Scheduler scheduler(sched_config);
   if (flags.cluster) {
     Result<std::vector<model::NodeFacts>> nodes = config::loadCluster(*flags.cluster);

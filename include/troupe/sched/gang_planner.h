@@ -23,12 +23,21 @@ struct GangPlanResult {
   std::vector<GangSlot> slots;  // empty when it does not fit
   bool never_fits = false;      // not even on empty matching nodes
   std::string reason;           // why not, with the numbers
+  std::string domain;           // where a plan sits when one domain holds it, e.g. "rack r1"
 };
 
-// Places `members` pods like `req`, fewest nodes first (the nodes that take the most members),
-// fuller nodes before emptier ones among equals, then by name. `nodes` are the candidates;
-// cordoned nodes and nodes failing the static checks (model, memory, size) are skipped.
+// Places `members` pods like `req`. `nodes` are the candidates; cordoned nodes and nodes
+// failing the static checks (model, memory, size) are skipped. `levels` are the network
+// topology levels (label keys, widest first) that each node's info().topology_domains follow.
+//
+// With req.topology_preferred (else req.topology_required) set, the gang goes into one domain
+// of that level if one can hold it now: the best-fitting one (fewest free GPUs, then name).
+// If none can, a wider level is tried, up to the required level (then it is not admitted) or
+// the widest. Otherwise, and inside the chosen domain, members are packed top-down into the
+// fewest domains: the zones, then blocks, then racks, then nodes that take the most members
+// first, fuller ones first among equals, then by name. Nodes without a level's label are in
+// no domain of that level: never chosen as "one domain", packed by the levels they have.
 GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const GpuRequest& req, int members,
-                        const std::string& gang_key);
+                        const std::string& gang_key, const std::vector<std::string>& levels);
 
 }  // namespace troupe::sched

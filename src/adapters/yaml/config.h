@@ -7,6 +7,11 @@
 //   policy:
 //     name: troupe                  # troupe | binpack | spread
 //     weights: {pack: 0.5, topology: 0.3, domains: 0.2}
+//   topology:
+//     levels:                       # node label keys, widest first; [] turns them off
+//       - topology.kubernetes.io/zone   # (the default: zone, block, rack)
+//       - troupe.dev/block
+//       - troupe.dev/rack
 //
 // Cluster (--cluster), the nodes of standalone mode:
 //   nodes:
@@ -27,6 +32,7 @@
 
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
+#include "troupe/model/topology_levels.h"
 #include "troupe/sched/policy.h"
 
 namespace troupe::config {
@@ -36,6 +42,7 @@ struct ServeConfig {
   size_t max_body_bytes = 64 << 20;
   std::string log_level = "info";
   sched::PolicyConfig policy;
+  std::vector<std::string> topology_levels = model::defaultTopologyLevels();
 };
 
 Result<ServeConfig> loadServeConfig(const std::string& path);
