@@ -159,6 +159,7 @@ std::string levelName(const std::vector<std::string>& levels, int level) {
 GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const GpuRequest& req, int members,
                         const std::string& gang_key, const std::vector<std::string>& levels) {
   GangPlanResult out;
+  if (members <= 0) return out;  // every member is bound already
   const int level_count = static_cast<int>(levels.size());
   const int required = req.topology_required < level_count ? req.topology_required : -1;
   const int preferred = req.topology_preferred < level_count ? req.topology_preferred : -1;
@@ -222,7 +223,6 @@ GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const
     }
     if (best) {
       packOrder(best->fits, static_cast<size_t>(level) + 1, levels.size(), members, &order);
-      out.domain = levelName(levels, level) + " " + best->name;
     }
   }
   if (order.empty() && required >= 0) {
@@ -257,7 +257,6 @@ GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const
   }
   if (placed < members) {
     out.slots.clear();
-    out.domain.clear();
     const int missing = (members - placed) * std::max(1, req.gpus);
     out.reason = "troupe: gang " + gang_key + " waits for capacity: " + std::to_string(placed) + " of " +
                  std::to_string(members) + " members fit now, " + std::to_string(missing) +

@@ -258,3 +258,16 @@ TEST_CASE("gang topology: bad level names reject the pod with the configured lev
     CHECK(single.passed == std::vector<std::string>{"n1"});
   }
 }
+
+TEST_CASE("gang topology: a gang that fits one domain takes the best-fitting one, bigger ones stay whole",
+          "[gang][topology]") {
+  // Zone a has two empty nodes, zone b one. A gang of two 1-GPU members fits either zone;
+  // it goes to b (fewest free GPUs), leaving zone a's 16 GPUs for a larger gang.
+  const std::vector<Place> fleet = {{"n1", "a", "", ""}, {"n2", "a", "", ""}, {"n3", "b", "", ""}};
+  Scheduler s(SchedulerConfig{});
+  addFleet(s, fleet);
+  std::vector<std::string> placed = planMembers(s, names(fleet), "small", 1, 2, {});
+  CHECK(placed == std::vector<std::string>{"n3", "n3"});
+  std::vector<std::string> pair = planMembers(s, names(fleet), "pair", 8, 2, {});
+  CHECK(std::set<std::string>(pair.begin(), pair.end()) == std::set<std::string>{"n1", "n2"});
+}

@@ -23,7 +23,6 @@ struct GangPlanResult {
   std::vector<GangSlot> slots;  // empty when it does not fit
   bool never_fits = false;      // not even on empty matching nodes
   std::string reason;           // why not, with the numbers
-  std::string domain;           // where a plan sits when one domain holds it, e.g. "rack r1"
 };
 
 // Places `members` pods like `req`. `nodes` are the candidates; cordoned nodes and nodes
