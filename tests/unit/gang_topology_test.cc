@@ -271,3 +271,19 @@ TEST_CASE("gang topology: a gang that fits one domain takes the best-fitting one
   std::vector<std::string> pair = planMembers(s, names(fleet), "pair", 8, 2, {});
   CHECK(std::set<std::string>(pair.begin(), pair.end()) == std::set<std::string>{"n1", "n2"});
 }
+
+TEST_CASE("gang topology: a changed topology annotation re-plans a waiting gang", "[gang][topology]") {
+  const std::vector<Place> fleet = {{"n1", "", "", "r1"}, {"n2", "", "", "r2"}};
+  Scheduler s(SchedulerConfig{});
+  addFleet(s, fleet);
+  FilterResult first = s.filter(member("g", 0, 8, 2), names(fleet));
+  REQUIRE(first.passed.size() == 1);  // planned over both racks, all 16 GPUs held
+  CHECK(heldGpus(s) == 16);
+  // The job is resubmitted with required: rack, which no rack can hold: the old plan goes.
+  FilterResult again = s.filter(member("g", 0, 8, 2, kRequiredRack), names(fleet));
+  CHECK(again.passed.empty());
+  REQUIRE(again.unresolvable.count("n1"));
+  CHECK_THAT(again.unresolvable.at("n1"),
+             Catch::Contains("the largest rack can hold only 1 even when empty"));
+  CHECK(heldGpus(s) == 0);
+}
