@@ -41,7 +41,8 @@ Flags:
                        probes and Prometheus, while --listen stays on 127.0.0.1 for
                        kube-scheduler in the same pod.
   --config FILE        YAML: listen, maxBodyBytes, logLevel, policy {name, weights},
-                       filter {narrowTo}.
+                       filter {narrowTo},
+                       topology {levels}.
                        See examples/config.yaml.
   --cluster FILE       YAML list of nodes for standalone mode (no Kubernetes API), e.g.
                        examples/cluster.yaml. Without it Troupe learns nodes from full-node
@@ -182,6 +183,7 @@ int serveCommand(const std::vector<std::string>& args) {
   sched::SchedulerConfig sched_config;
   sched_config.policy = cfg.policy;
   sched_config.narrow_to_best = cfg.narrow_to_best;
+  sched_config.topology_levels = cfg.topology_levels;
   sched::Scheduler scheduler(sched_config);
   if (flags.cluster) {
     Result<std::vector<model::NodeFacts>> nodes = config::loadCluster(*flags.cluster);

@@ -124,7 +124,9 @@ Scheduler::Gang& Scheduler::gangFor(const PodFacts& pod, const GpuRequest& req, 
     g.arrival = ++gang_arrivals_;
     g.first_seen = t;
   } else if (!g.admitted && (g.spec.min_member != spec.min_member || g.request.gpus != req.gpus ||
-                             g.request.milli_per_gpu != req.milli_per_gpu)) {
+                             g.request.milli_per_gpu != req.milli_per_gpu ||
+                             g.request.topology_required != req.topology_required ||
+                             g.request.topology_preferred != req.topology_preferred)) {
     // The gang changed shape while waiting: its old plan is worthless. Waiters keep waiting
     // for the new size (or time out).
     releasePlanLocked(g);
@@ -156,7 +158,7 @@ bool Scheduler::planLocked(Gang& g, const std::vector<std::string>& candidates, 
     for (const auto& [uid, a] : node.allocations()) bound += a.gang == g.spec.key ? 1 : 0;
   }
   const int need = std::max(0, g.spec.min_member - bound);
-  GangPlanResult plan = planGang(nodes, g.request, need, g.spec.key);
+  GangPlanResult plan = planGang(nodes, g.request, need, g.spec.key, config_.topology_levels);
   if (plan.slots.empty() && need > 0) {
     *reason = plan.reason;
     *never = plan.never_fits;
@@ -224,7 +226,7 @@ FilterResult Scheduler::filterGangLocked(const PodFacts& pod, const GpuRequest& 
         theirs.push_back(&it->second);
         shared = shared || mine.count(name) > 0;
       }
-      if (shared && !planGang(theirs, other.request, other.spec.min_member, key).slots.empty()) {
+      if (shared && !planGang(theirs, other.request, other.spec.min_member, key, config_.topology_levels).slots.empty()) {
         return failAll("troupe: gang " + g.spec.key + " waits its turn behind gang " + key +
                            " (higher priority or earlier)",
                        false, "gang");

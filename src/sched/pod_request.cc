@@ -64,6 +64,24 @@ Result<int64_t> effectiveMilli(const PodFacts& pod, const std::string& resource)
   return std::max(app + sidecars, init_peak);
 }
 
+// troupe.dev/topology-required or -preferred: the index of the level it names, -1 when absent.
+Result<int> topologyLevel(const PodFacts& pod, const char* key, const std::vector<std::string>& levels) {
+  const std::string* value = annotationOrLabel(pod, key);
+  if (!value) return -1;
+  if (levels.empty()) {
+    return badAnnotation(key, *value,
+                         "Troupe has no network topology levels configured (topology.levels in its "
+                         "config is empty); remove the annotation or configure the levels");
+  }
+  const int level = model::findTopologyLevel(levels, *value);
+  if (level < 0) {
+    return badAnnotation(key, *value,
+                         "expected one of the configured topology levels, by short name or label key: " +
+                             model::describeTopologyLevels(levels));
+  }
+  return level;
+}
+
 }  // namespace
 
 const char* topologyModeName(TopologyMode mode) {
@@ -75,7 +93,7 @@ const char* topologyModeName(TopologyMode mode) {
   return "?";
 }
 
-Result<GpuRequest> parseGpuRequest(const PodFacts& pod) {
+Result<GpuRequest> parseGpuRequest(const PodFacts& pod, const std::vector<std::string>& topology_levels) {
   GpuRequest req;
   Result<int64_t> gpu_milli = effectiveMilli(pod, "nvidia.com/gpu");
   if (!gpu_milli.isOk()) return gpu_milli.status();
@@ -170,6 +188,19 @@ Result<GpuRequest> parseGpuRequest(const PodFacts& pod) {
                            "(default: best-connected GPUs score highest) or none");
     }
   }
+  Result<int> required = topologyLevel(pod, kAnnotationTopologyRequired, topology_levels);
+  if (!required.isOk()) return required.status();
+  Result<int> preferred = topologyLevel(pod, kAnnotationTopologyPreferred, topology_levels);
+  if (!preferred.isOk()) return preferred.status();
+  if (required.value() >= 0 && preferred.value() >= 0 && preferred.value() < required.value()) {
+    return badAnnotation(kAnnotationTopologyPreferred, *annotationOrLabel(pod, kAnnotationTopologyPreferred),
+                         "it is wider than troupe.dev/topology-required=\"" +
+                             *annotationOrLabel(pod, kAnnotationTopologyRequired) +
+                             "\", which already keeps the gang in one such domain; prefer a narrower "
+                             "level or drop it");
+  }
+  req.topology_required = required.value();
+  req.topology_preferred = preferred.value();
   Result<int64_t> cpu = effectiveMilli(pod, "cpu");
   if (!cpu.isOk()) return cpu.status();
   req.cpu_milli = cpu.value();

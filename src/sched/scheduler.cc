@@ -6,6 +6,7 @@
 #include <functional>
 #include <string_view>
 
+#include "troupe/model/topology_levels.h"
 #include "troupe/sched/best_node.h"
 #include "troupe/sched/node_scoring.h"
 
@@ -65,6 +66,7 @@ Status Scheduler::upsertNode(const model::NodeFacts& facts) {
   }
   Result<model::NodeInfo> info = model::nodeFromFacts(facts, catalog_);
   if (!info.isOk()) return info.status();
+  info.value().topology_domains = model::topologyDomains(facts.labels, config_.topology_levels);
   std::unique_lock lock(mu_);
   auto it = nodes_.find(facts.name);
   if (it == nodes_.end()) {
@@ -156,7 +158,7 @@ std::optional<Scheduler::Pending> Scheduler::pendingOf(const std::string& uid) c
 
 FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::string>& node_names) {
   FilterResult out;
-  Result<GpuRequest> req = parseGpuRequest(pod);
+  Result<GpuRequest> req = parseGpuRequest(pod, config_.topology_levels);
   if (!req.isOk()) {
     // The pod, not the nodes, is wrong: no node will ever do, and the reason says why.
     const std::string reason = "troupe: " + req.status().message();
@@ -287,7 +289,7 @@ FilterResult Scheduler::filterNodes(const PodFacts& pod, const std::vector<model
 std::vector<HostScore> Scheduler::prioritize(const PodFacts& pod,
                                              const std::vector<std::string>& node_names) {
   std::vector<HostScore> out;
-  Result<GpuRequest> req = parseGpuRequest(pod);
+  Result<GpuRequest> req = parseGpuRequest(pod, config_.topology_levels);
   if (!req.isOk()) {
     for (const std::string& n : node_names) out.push_back({n, 0});
     return out;
@@ -418,7 +420,7 @@ Result<model::Allocation> Scheduler::reserveLocked(const std::string& pod_uid, c
 std::map<std::string, std::vector<std::string>> Scheduler::preempt(
     const PodFacts& pod, const std::map<std::string, std::vector<std::string>>& victims) {
   std::map<std::string, std::vector<std::string>> out;
-  Result<GpuRequest> req = parseGpuRequest(pod);
+  Result<GpuRequest> req = parseGpuRequest(pod, config_.topology_levels);
   if (!req.isOk()) return out;  // an invalid pod fits nowhere: veto every candidate
   // Gangs are placed whole from free capacity; evicting pods for one member would only
   // strand GPUs, so Troupe vetoes preemption for gang members.

@@ -2,6 +2,7 @@
 // troupe.dev/gpus annotation, unknown indices for pods bound by others, release on finish
 // and delete, relists, nodes that arrive after their pods, and idempotence.
 #include <catch2/catch.hpp>
+#include <set>
 #include <sstream>
 
 #include "adapters/http/logger.h"
@@ -299,4 +300,30 @@ TEST_CASE("kube nodes: allocatable CPU, memory and pods are tracked for the pods
   REQUIRE(r.failed.count("n1") == 1);
   CHECK(r.failed.at("n1") == "troupe: insufficient free CPU");
   CHECK(w.scheduler.filter(withCpu("fits", "2"), {"n1"}).passed.size() == 1);
+}
+
+TEST_CASE("kube sync: watched rack labels, and their changes, reach the gang planner",
+          "[kube][sync][topology]") {
+  World w;
+  auto racked = [](const std::string& name, const std::string& rack) {
+    json n = nodeJson(name, 8);
+    n["metadata"]["labels"]["troupe.dev/rack"] = rack;
+    return n;
+  };
+  w.node(racked("k1", "r1"));
+  w.node(racked("k2", "r2"));
+  w.node(racked("k3", "r1"));
+  // k3 moves to rack r2 (a relabel arrives as a watch update): only r2 now holds two nodes.
+  w.sync.nodeHandler().event(WatchEventType::kModified, toKube(racked("k3", "r2")));
+  std::set<std::string> steered;
+  for (int i = 0; i < 2; ++i) {
+    troupe::sched::PodFacts p = troupe::testing::gpuPod("w" + std::to_string(i), 8,
+                                                        {{"troupe.dev/gang", "ring"},
+                                                         {"troupe.dev/gang-size", "2"},
+                                                         {"troupe.dev/topology-required", "rack"}});
+    troupe::sched::FilterResult r = w.scheduler.filter(p, {"k1", "k2", "k3"});
+    REQUIRE(r.passed.size() == 1);
+    steered.insert(r.passed[0]);
+  }
+  CHECK(steered == std::set<std::string>{"k2", "k3"});
 }

@@ -37,6 +37,9 @@ struct NodeInfo {
   int64_t max_pods = 0;        // 0 = not tracked
   bool unschedulable = false;  // cordoned
   std::shared_ptr<const GpuTopology> topology;
+  // Its domain at each configured network topology level (topology_levels.h), widest
+  // first; "" where the node has no such label. Filled by whoever knows the levels.
+  std::vector<std::string> topology_domains;
 };
 
 // The raw facts an adapter found for a node (labels, annotations, allocatable quantities).

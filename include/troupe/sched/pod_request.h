@@ -11,6 +11,12 @@
 //                                      request nvidia.com/gpu
 //                                      (or the resource troupe.dev/gpu-milli: 500, which
 //                                      kube-scheduler's managedResources can route to Troupe)
+//   troupe.dev/topology-required: rack  gang members all inside one domain of that network
+//                                       topology level, or the gang is not admitted
+//   troupe.dev/topology-preferred: block  one domain of that level if any fits, else the
+//                                       fewest domains. Levels are the configured label keys
+//                                       or their short names (topology_levels.h); a pod on
+//                                       its own sits on one node and ignores both.
 // Annotations win over labels of the same key. Every error names the key, the value and what
 // is expected, because it ends up in `kubectl describe pod`.
 #pragma once
@@ -21,6 +27,7 @@
 #include <vector>
 
 #include "troupe/common/status.h"
+#include "troupe/model/topology_levels.h"
 
 namespace troupe::sched {
 
@@ -34,6 +41,8 @@ inline constexpr const char* kAnnotationGpuMilli = "troupe.dev/gpu-milli";
 // kube-scheduler's managedResources sends the pod to Troupe.
 inline constexpr const char* kResourceGpuMilli = "troupe.dev/gpu-milli";
 inline constexpr const char* kAnnotationGpus = "troupe.dev/gpus";  // the assignment Troupe writes
+inline constexpr const char* kAnnotationTopologyRequired = "troupe.dev/topology-required";
+inline constexpr const char* kAnnotationTopologyPreferred = "troupe.dev/topology-preferred";
 
 struct ContainerResources {
   StringMap requests;
@@ -66,6 +75,10 @@ struct GpuRequest {
   std::vector<std::string> models;  // allowed products; empty = any
   int64_t min_memory_bytes = 0;     // per GPU; 0 = any
   TopologyMode topology = TopologyMode::kPreferred;
+  // Network topology levels for gangs: indices into the configured levels, -1 = none.
+  // A preferred level is never wider than a required one.
+  int topology_required = -1;
+  int topology_preferred = -1;
   int64_t cpu_milli = 0;  // the pod's requests, used where the model tracks them
   int64_t memory_bytes = 0;
 
@@ -75,7 +88,10 @@ struct GpuRequest {
 };
 
 // Reads the pod's GPU request. InvalidArgument names the annotation or resource at fault.
-Result<GpuRequest> parseGpuRequest(const PodFacts& pod);
+// `topology_levels` are the configured network topology levels the topology annotations may
+// name.
+Result<GpuRequest> parseGpuRequest(
+    const PodFacts& pod, const std::vector<std::string>& topology_levels = model::defaultTopologyLevels());
 
 // Reads the troupe.dev/gpus assignment annotation ("0,1,2,3"); `gpus` is how many the pod
 // requests, used to check the list.

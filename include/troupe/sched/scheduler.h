@@ -19,6 +19,7 @@
 
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
+#include "troupe/model/topology_levels.h"
 #include "troupe/sched/gang.h"
 #include "troupe/sched/gang_planner.h"
 #include "troupe/sched/node_index.h"
@@ -45,6 +46,9 @@ struct SchedulerConfig {
   std::chrono::milliseconds gang_starvation{std::chrono::minutes(2)};
   std::chrono::milliseconds gang_active_window{std::chrono::seconds(60)};
   std::function<Clock::time_point()> clock;  // injected for tests; steady_clock by default
+  // Network topology levels (node label keys, widest first) that gangs are packed into and
+  // that troupe.dev/topology-required/-preferred name; empty turns them off.
+  std::vector<std::string> topology_levels = model::defaultTopologyLevels();
 };
 
 // Called exactly once with the pod's allocation or the reason it was refused; never under

@@ -80,7 +80,7 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
   const YAML::Node& root = doc.value();
   if (root.IsNull()) return c;
   Where w{source};
-  if (Status s = checkKeys(w, root, "", {"listen", "maxBodyBytes", "logLevel", "policy", "filter"});
+  if (Status s = checkKeys(w, root, "", {"listen", "maxBodyBytes", "logLevel", "policy", "filter", "topology"});
       !s.isOk())
     return s;
   if (root["listen"]) {
@@ -136,6 +136,25 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
       Result<bool> narrow = parseNarrowTo(v.value());
       if (!narrow.isOk()) return w.at(filter["narrowTo"], "filter.narrowTo", narrow.status().message());
       c.narrow_to_best = narrow.value();
+    }
+  }
+  if (const YAML::Node topology = root["topology"]) {
+    if (Status s = checkKeys(w, topology, "topology", {"levels"}); !s.isOk()) return s;
+    if (const YAML::Node levels = topology["levels"]) {
+      if (!levels.IsSequence()) {
+        return w.at(levels, "topology.levels",
+                    "must be a list of node label keys, widest first, e.g. [topology.kubernetes.io/zone, "
+                    "troupe.dev/block, troupe.dev/rack]");
+      }
+      c.topology_levels.clear();
+      for (size_t i = 0; i < levels.size(); ++i) {
+        const std::string key = "topology.levels[" + std::to_string(i) + "]";
+        Result<std::string> v = scalar<std::string>(w, levels[i], key, "a node label key");
+        if (!v.isOk()) return v.status();
+        c.topology_levels.push_back(v.value());
+        std::vector<std::string> errors = model::validateTopologyLevels(c.topology_levels);
+        if (!errors.empty()) return w.at(levels[i], key, errors.front());
+      }
     }
   }
   return c;

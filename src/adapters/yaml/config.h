@@ -9,6 +9,11 @@
 //     weights: {pack: 0.5, topology: 0.3, domains: 0.2}
 //   filter:
 //     narrowTo: best                # best: pass only the policy's best node | all (default)
+//   topology:
+//     levels:                       # node label keys, widest first; [] turns them off
+//       - topology.kubernetes.io/zone   # (the default: zone, block, rack)
+//       - troupe.dev/block
+//       - troupe.dev/rack
 //
 // Cluster (--cluster), the nodes of standalone mode:
 //   nodes:
@@ -29,6 +34,7 @@
 
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
+#include "troupe/model/topology_levels.h"
 #include "troupe/sched/policy.h"
 
 namespace troupe::config {
@@ -39,6 +45,7 @@ struct ServeConfig {
   std::string log_level = "info";
   sched::PolicyConfig policy;
   bool narrow_to_best = false;  // filter.narrowTo: best
+  std::vector<std::string> topology_levels = model::defaultTopologyLevels();
 };
 
 // "best" -> true, "all" -> false; anything else is an error that says what is accepted.
