@@ -96,7 +96,8 @@ int serveCommand(const std::vector<std::string>& args) {
       {"--listen", &flags.listen},         {"--metrics-listen", &flags.metrics_listen},
       {"--config", &flags.config},         {"--cluster", &flags.cluster},
       {"--record-dir", &flags.record_dir}, {"--log-level", &flags.log_level},
-      {"--kubeconfig", &flags.kubeconfig}, {"--kube-context", &flags.kube_context}, {"--narrow-to", &flags.narrow_to}};
+      {"--kubeconfig", &flags.kubeconfig}, {"--kube-context", &flags.kube_context},
+      {"--narrow-to", &flags.narrow_to}};
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
     if (arg == "-h" || arg == "--help") {

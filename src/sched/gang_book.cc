@@ -226,7 +226,8 @@ FilterResult Scheduler::filterGangLocked(const PodFacts& pod, const GpuRequest& 
         theirs.push_back(&it->second);
         shared = shared || mine.count(name) > 0;
       }
-      if (shared && !planGang(theirs, other.request, other.spec.min_member, key, config_.topology_levels).slots.empty()) {
+      if (shared && !planGang(theirs, other.request, other.spec.min_member, key, config_.topology_levels)
+                         .slots.empty()) {
         return failAll("troupe: gang " + g.spec.key + " waits its turn behind gang " + key +
                            " (higher priority or earlier)",
                        false, "gang");

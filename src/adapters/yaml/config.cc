@@ -80,7 +80,8 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
   const YAML::Node& root = doc.value();
   if (root.IsNull()) return c;
   Where w{source};
-  if (Status s = checkKeys(w, root, "", {"listen", "maxBodyBytes", "logLevel", "policy", "filter", "topology"});
+  if (Status s =
+          checkKeys(w, root, "", {"listen", "maxBodyBytes", "logLevel", "policy", "filter", "topology"});
       !s.isOk())
     return s;
   if (root["listen"]) {
