@@ -25,6 +25,6 @@ RUN apt-get update \
  && useradd --system --uid 65532 --no-create-home --shell /usr/sbin/nologin troupe
 COPY --from=build /src/build/troupe /usr/local/bin/troupe
 USER 65532:65532
-EXPOSE 8888
+EXPOSE 8888 8889
 ENTRYPOINT ["/usr/local/bin/troupe", "serve"]
-CMD ["--listen", "0.0.0.0:8888"]
+CMD ["--listen", "0.0.0.0:8888", "--metrics-listen", "0.0.0.0:8889"]

@@ -21,10 +21,21 @@ ASSIGNED = "troupe.dev/gpus"
 MILLI = "troupe.dev/gpu-milli"
 
 
+def share_milli(pod):
+    """The pod's troupe.dev/gpu-milli: the resource (limits, else requests, of any container) or
+    the annotation of the same name; 0 when it asks for no share."""
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        res = c.get("resources") or {}
+        value = (res.get("limits") or {}).get(MILLI, (res.get("requests") or {}).get(MILLI))
+        if value not in (None, ""):
+            return _qty(value)
+    return _qty(((pod.get("metadata") or {}).get("annotations") or {}).get(MILLI))
+
+
 def gpus_held(pod):
     """GPUs a pod holds once bound: nvidia.com/gpu by Kubernetes' rule, or 1 for a share."""
     n = pod_gpu_request(pod)
-    if n == 0 and MILLI in ((pod.get("metadata") or {}).get("annotations") or {}):
+    if n == 0 and share_milli(pod) > 0:
         return 1
     return n
 
@@ -54,7 +65,8 @@ def check_gpu_invariant(pods, nodes, require_annotation_for=None):
         n = gpus_held(p)
         ann = (meta.get("annotations") or {})
         text = ann.get(ASSIGNED)
-        share = n == 1 and 0 < _qty(ann.get(MILLI)) < 1000
+        milli = share_milli(p)
+        share = n == 1 and 0 < milli < 1000
         if not (share and text is not None):
             held[node] = held.get(node, 0) + n  # annotated shares count once per GPU, below
         if text is None:
@@ -72,7 +84,7 @@ def check_gpu_invariant(pods, nodes, require_annotation_for=None):
         for g in idx:
             if not 0 <= g < capacity.get(node, 0):
                 problems.append(f"{key} on {node}: GPU {g} out of range (node has {capacity.get(node, 0)})")
-        milli = _qty(ann.get(MILLI)) if n == 1 and _qty(ann.get(MILLI)) else 1000
+        milli = milli if share else 1000
         for g in set(idx):
             if milli >= 1000:
                 if (node, g) in whole:
