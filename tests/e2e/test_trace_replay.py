@@ -22,7 +22,8 @@ def test_live_replay_matches_the_simulator():
     if os.path.exists(STATE_FILE) and read_state().get("TROUPE_MODE", "standalone") != "kube":
         pytest.skip("runs once, in the Kubernetes-mode pass of the suite (it starts its own cluster)")
     args = argparse.Namespace(nodes=60, fill=105, seed=42, arrive=100, policy="troupe", narrow_to="best", tolerance=0.5,
-                              trace_dir=trace_replay.TRACE_DIR, troupe=os.path.join(trace_replay.ROOT, "build", "troupe"),
+                              trace_dir=trace_replay.TRACE_DIR,
+                              troupe=os.environ.get("TROUPE_BIN") or os.path.join(trace_replay.ROOT, "build", "troupe"),
                               work_dir=os.path.join(trace_replay.ROOT, "build", "e2e-replay-slice"), keep=False)
     r = trace_replay.run(args)
     print(r)

@@ -253,7 +253,8 @@ def main():
                     help="Troupe's filter.narrowTo (all: kube-scheduler adds Troupe's 0..10 scores to its own)")
     ap.add_argument("--tolerance", type=float, default=0.5, help="allowed |live - sim| in points (0.5)")
     ap.add_argument("--trace-dir", default=TRACE_DIR)
-    ap.add_argument("--troupe", default=os.path.join(ROOT, "build", "troupe"))
+    ap.add_argument("--troupe", default=os.environ.get("TROUPE_BIN") or os.path.join(ROOT, "build", "troupe"),
+                    help="the troupe binary (default: $TROUPE_BIN, else build/troupe)")
     ap.add_argument("--work-dir", default=os.path.join(ROOT, "build", "e2e-replay-slice"))
     ap.add_argument("--keep", action="store_true", help="leave the replay cluster up (build/e2e-replay)")
     ap.add_argument("--json", metavar="FILE", help="also write the result as JSON")
