@@ -11,6 +11,8 @@ Fixtures (helpers live in kubehelpers.py):
                   controller without kube-controller-manager)
   scheduler_name  the profile name pods must use ("troupe-scheduler")
   troupe          TroupeControl: stop/start/restart Troupe only
+  troupe_url      Troupe's extender address (http://127.0.0.1:PORT)
+  api             KubeAPI: direct REST calls to the apiserver (kubeapi.py)
   cluster_nodes   the fleet from build/e2e/cluster.yaml (list of dicts)
   scheduler_config  build/e2e/scheduler-config.yaml, parsed (which extender verbs are on)
   troupe_recording  the --record-dir of the running Troupe; restarts Troupe with recording
@@ -29,6 +31,7 @@ import uuid
 import pytest
 import yaml
 
+from kubeapi import KubeAPI
 from kubehelpers import (E2E_DIR, KUBECACHEDIR, KUBECONFIG, STATE_FILE, Kube, TroupeControl, gpu_overcommit,
                          read_state, troupe_record_dir)
 
@@ -56,6 +59,18 @@ def e2e_state():
     if p.returncode != 0:
         pytest.skip(f"e2e cluster is not healthy ({p.stderr.strip()[:200]}); run scripts/cluster-up.sh")
     return state
+
+
+@pytest.fixture(scope="module")
+def api():
+    """KubeAPI: direct REST calls to the apiserver (watch, patch, raw objects)."""
+    return KubeAPI.from_kubeconfig(KUBECONFIG)
+
+
+@pytest.fixture(scope="module")
+def troupe_url(e2e_state):
+    """Troupe's extender address (verbs; /metrics too unless a metrics port is set)."""
+    return f"http://127.0.0.1:{e2e_state['TROUPE_PORT']}"
 
 
 @pytest.fixture(scope="session")

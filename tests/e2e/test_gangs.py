@@ -26,7 +26,6 @@ import pytest
 from gang_fleet import (FLEET_LABEL, NOWHERE, PART_LABEL, bound, create_fleet, delete_fleet, fleet_nodes, kubectl,
                         member, pod, troupe_metrics, wait_troupe_nodes)
 from gpu_invariant import check_gpu_invariant
-from kubeapi import KubeAPI
 from kubehelpers import E2E_DIR, KUBECONFIG
 
 PARTS = {"a": 64, "b": 8, "c": 4, "d": 4, "e": 2, "f": 2, "g": 2}
@@ -39,16 +38,6 @@ def kube_mode(e2e_state):
         pytest.skip("gangs need Troupe's bind barrier, which needs the Kubernetes API: standalone, "
                     "kube-scheduler binds every member itself; start the cluster with TROUPE_MODE=kube")
     return e2e_state
-
-
-@pytest.fixture(scope="module")
-def api():
-    return KubeAPI.from_kubeconfig(KUBECONFIG)
-
-
-@pytest.fixture(scope="module")
-def troupe_url(e2e_state):
-    return f"http://127.0.0.1:{e2e_state['TROUPE_PORT']}"
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ import urllib.request
 import pytest
 
 from gpu_invariant import check_gpu_invariant, gpus_held, holds_gpus
-from kubeapi import KubeAPI, kubeconfig_ca_pem, temp_dir
+from kubeapi import kubeconfig_ca_pem, temp_dir
 from kubehelpers import E2E_DIR, KUBECONFIG, ROOT, SCRIPTS, gpu_pod
 
 RESULTS = os.path.join(E2E_DIR, "kube-integration.json")
@@ -39,16 +39,6 @@ def kube_mode(e2e_state):
     if e2e_state.get("TROUPE_MODE") != "kube":
         pytest.skip("the e2e cluster runs Troupe standalone; start it with TROUPE_MODE=kube scripts/cluster-up.sh")
     return e2e_state
-
-
-@pytest.fixture(scope="module")
-def api():
-    return KubeAPI.from_kubeconfig(KUBECONFIG)
-
-
-@pytest.fixture(scope="module")
-def troupe_url(e2e_state):
-    return f"http://127.0.0.1:{e2e_state['TROUPE_PORT']}"
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ has more nvidia.com/gpu requested by bound pods than it has allocatable.
 Pods labelled troupe.dev/e2e-corpus=<key> are the ones tests/e2e/update_corpus.py copies into
 tests/corpus/ (the first recorded body per verb and key).
 """
-import json
 import re
 import ssl
 import time
