@@ -1,8 +1,5 @@
 // The extender over real HTTP: a cpprestsdk listener on loopback, driven by a real client.
 #include <cpprest/http_client.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -13,25 +10,12 @@
 #include "adapters/http/extender_server.h"
 #include "support/fixtures.h"
 
+using troupe::testing::freeLoopbackPort;
 using troupe::testing::gpuNode;
 using troupe::testing::readFile;
 using troupe::testing::sharedDir;
 
 namespace {
-
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  int port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
-}
 
 struct Served {
   std::ostringstream log_sink;
@@ -39,7 +23,7 @@ struct Served {
   troupe::sched::Scheduler scheduler{troupe::sched::SchedulerConfig{}};
   troupe::metrics::Metrics metrics{"test"};
   troupe::http::ExtenderHandler handler;
-  int port = freePort();
+  int port = freeLoopbackPort();
   troupe::http::ExtenderServer server{"127.0.0.1", port, handler, logger};
 
   explicit Served(troupe::http::HandlerOptions options = {}) : handler(options, scheduler, metrics, logger) {

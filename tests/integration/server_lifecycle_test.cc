@@ -2,9 +2,6 @@
 // --metrics-listen), and stop() draining requests in flight so no handler outlives the
 // scheduler. Run under ASan (build-asan) the drain test is the use-after-free check.
 #include <cpprest/http_client.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -18,24 +15,12 @@
 #include "adapters/http/extender_server.h"
 #include "support/fixtures.h"
 
+using troupe::testing::freeLoopbackPort;
 using troupe::testing::gpuNode;
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  int port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
-}
 
 struct Reply {
   int status = 0;  // 0: no HTTP answer (connection refused or reset)
@@ -101,8 +86,8 @@ struct Stack {
 
 TEST_CASE("the metrics listener serves probes and /metrics but not the verbs", "[http][lifecycle]") {
   Stack s;
-  const int verbs_port = freePort();
-  const int probes_port = freePort();
+  const int verbs_port = freeLoopbackPort();
+  const int probes_port = freeLoopbackPort();
   troupe::http::ExtenderServer verbs("127.0.0.1", verbs_port, *s.handler, s.logger);
   troupe::http::ServerOptions probe_options;
   probe_options.endpoints = troupe::http::Endpoints::kProbesOnly;
@@ -143,7 +128,7 @@ TEST_CASE("stop() drains requests in flight and fails binds parked at a gang bar
   auto s = std::make_unique<Stack>();
   troupe::http::ServerOptions options;
   options.drain_grace = std::chrono::milliseconds(500);
-  auto server = std::make_unique<troupe::http::ExtenderServer>("127.0.0.1", freePort(), *s->handler,
+  auto server = std::make_unique<troupe::http::ExtenderServer>("127.0.0.1", freeLoopbackPort(), *s->handler,
                                                                s->logger, options);
   REQUIRE(server->start().isOk());
   const std::string url = server->url();
@@ -235,7 +220,7 @@ TEST_CASE("requests that arrive while the server drains get an error without rea
   Stack s;
   troupe::http::ServerOptions options;
   options.drain_grace = std::chrono::seconds(2);
-  troupe::http::ExtenderServer server("127.0.0.1", freePort(), *s.handler, s.logger, options);
+  troupe::http::ExtenderServer server("127.0.0.1", freeLoopbackPort(), *s.handler, s.logger, options);
   REQUIRE(server.start().isOk());
   const std::string url = server.url();
   // One gang member bound: it keeps the drain waiting.

@@ -1,5 +1,9 @@
 #include "support/fixtures.h"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -47,6 +51,20 @@ sched::PodFacts gpuPod(const std::string& name, int gpus, const sched::StringMap
   if (gpus > 0) c.limits["nvidia.com/gpu"] = std::to_string(gpus);
   p.containers.push_back(c);
   return p;
+}
+
+int freeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
 }
 
 }  // namespace troupe::testing

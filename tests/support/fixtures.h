@@ -24,4 +24,7 @@ model::NodeFacts gpuNode(const std::string& name, int gpus,
 // A pod asking `gpus` whole GPUs through nvidia.com/gpu limits, with extra annotations.
 sched::PodFacts gpuPod(const std::string& name, int gpus, const sched::StringMap& annotations = {});
 
+// A TCP port on 127.0.0.1 that was free a moment ago (the kernel picks it), for test servers.
+int freeLoopbackPort();
+
 }  // namespace troupe::testing
