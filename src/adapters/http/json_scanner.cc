@@ -305,10 +305,10 @@ bool JsonScanner::enterArray() {
   return true;
 }
 
-bool JsonScanner::nextKey(std::string_view* key, std::string* scratch) {
+bool JsonScanner::nextMember(char close) {
   if (!ok_ || open_.empty()) return fail();
   skipWhitespace();
-  if (cur() == '}') {
+  if (cur() == close) {
     ++p_;
     open_.pop_back();
     return false;
@@ -318,6 +318,11 @@ bool JsonScanner::nextKey(std::string_view* key, std::string* scratch) {
     ++p_;
   }
   open_.back() = 'N';
+  return true;
+}
+
+bool JsonScanner::nextKey(std::string_view* key, std::string* scratch) {
+  if (!nextMember('}')) return false;
   if (peek() != '"' || !readString(key, scratch)) return fail();
   skipWhitespace();
   if (cur() != ':') return fail();
@@ -325,21 +330,7 @@ bool JsonScanner::nextKey(std::string_view* key, std::string* scratch) {
   return true;
 }
 
-bool JsonScanner::nextItem() {
-  if (!ok_ || open_.empty()) return fail();
-  skipWhitespace();
-  if (cur() == ']') {
-    ++p_;
-    open_.pop_back();
-    return false;
-  }
-  if (open_.back() == 'N') {
-    if (cur() != ',') return fail();
-    ++p_;
-  }
-  open_.back() = 'N';
-  return true;
-}
+bool JsonScanner::nextItem() { return nextMember(']'); }
 
 bool JsonScanner::finish() {
   if (!ok_ || !open_.empty()) return false;

@@ -54,6 +54,10 @@ class JsonScanner {
   bool scanNumber();
   bool scanLiteral(std::string_view word);
   bool scanScalar();  // string, number or literal at p_
+  // The step shared by nextKey and nextItem: consumes `close` (and closes the container) or the
+  // ',' before every member but the first. True when a member follows; false at the end or on
+  // an error (ok_ tells which).
+  bool nextMember(char close);
 
   const char* begin_;
   const char* p_;
