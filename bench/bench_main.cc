@@ -75,6 +75,9 @@ Flags:
   --only LIST          latency cases to run, e.g. filter/names,prioritize/full
                        (default: all four)
   --pods LIST          pod variants: 4gpu (topology preferred), 4gpu-nvlink (default: both)
+  --narrow-to best|all filter passes only the best-ranked node (best, the Helm chart's
+                       default) or every node that fits (all, the default here and in
+                       `troupe serve`)
   --connections LIST   loopback connection counts (default 1,16,64; quick 1,64)
   --duration S         seconds per loopback run (default 5; quick 1.5)
   --wrk                also load the server with wrk (if installed), at the largest
@@ -224,9 +227,10 @@ struct Options {
   bool memory = true, latency = true, loopback = true;
   bool fail_on_miss = false;
   bool breakdown = true;
-  int full_max_nodes = 0;   // full-NodeList cases only up to this many nodes; 0 = no limit
-  bool in_process = false;  // measure in this process instead of one fresh child per part
-  bool wrk = false;         // also drive the loopback server with wrk
+  int full_max_nodes = 0;       // full-NodeList cases only up to this many nodes; 0 = no limit
+  bool in_process = false;      // measure in this process instead of one fresh child per part
+  bool wrk = false;             // also drive the loopback server with wrk
+  bool narrow_to_best = false;  // filter keeps only the best node (the chart's narrowTo: best)
 };
 
 Options parseOptions(int argc, char** argv) {
@@ -304,6 +308,13 @@ Options parseOptions(int argc, char** argv) {
       o.full_max_nodes = v.empty() ? 0 : v[0];
     } else if (a == "--wrk") {
       o.wrk = true;
+    } else if (a == "--narrow-to") {
+      const std::string v = need(i);
+      if (v != "best" && v != "all") {
+        std::cerr << "troupe_bench: --narrow-to \"" << v << "\": expected best or all\n";
+        std::exit(2);
+      }
+      o.narrow_to_best = v == "best";
     } else if (a == "--in-process") {
       o.in_process = true;
     } else if (a == "--no-breakdown") {
@@ -325,17 +336,23 @@ Options parseOptions(int argc, char** argv) {
 
 // --- the service under test ------------------------------------------------------------------
 
+sched::SchedulerConfig configFor(bool narrow_to_best) {
+  sched::SchedulerConfig config;
+  config.narrow_to_best = narrow_to_best;
+  return config;
+}
+
 // A Scheduler with the wiring of `troupe serve` (handler, metrics, a logger that drops lines).
 struct Service {
   NullBuffer null_buffer;
   std::ostream null_stream{&null_buffer};
   http::Logger logger{null_stream, http::LogLevel::kError};
   metrics::Metrics metrics{"bench"};
-  sched::Scheduler scheduler{sched::SchedulerConfig{}};
+  sched::Scheduler scheduler;
   http::ExtenderHandler handler{http::HandlerOptions{}, scheduler, metrics, logger};
   FillStats fill;
 
-  explicit Service(int nodes) {
+  Service(int nodes, bool narrow_to_best) : scheduler(configFor(narrow_to_best)) {
     learnNodes(scheduler, nodes);
     fill = populate(scheduler, nodes);
   }
@@ -517,7 +534,7 @@ std::vector<LatencyRow> measureSize(const Options& o, int n) {
   };
   const bool any_full = want("filter", "full") || want("prioritize", "full");
   const auto t0 = Clock::now();
-  Service service(n);
+  Service service(n, o.narrow_to_best);
   Cluster cluster = makeCluster(n, any_full);
   std::cerr << "  " << n << " nodes: model built in "
             << fmt(std::chrono::duration<double>(Clock::now() - t0).count(), 1) << " s (" << service.fill.pods
@@ -689,7 +706,7 @@ LoopbackRun measureLoopback(const Options& o) {
   // Never freed: ExtenderServer::stop() does not wait for request handlers that cpprestsdk has
   // already queued, so a handler could still be running on this scheduler after stop(). The
   // client drains its answers before returning, and this keeps even a straggler safe.
-  Service& service = *new Service(run.nodes);
+  Service& service = *new Service(run.nodes, o.narrow_to_best);
   const std::string pod =
       makePodObject("llm-pretrain-7b-0-x8q4t", "3c9a6f1e-7b2d-4e8a-9f10-2a6b5c4d8e71", 4, false).dump();
   std::vector<std::string> bodies;

@@ -130,6 +130,7 @@ void NodeState::refreshFreeMask() {
 }
 
 void NodeState::setInfo(NodeInfo info) {
+  ++changes_;
   info_ = std::move(info);
   used_milli_.assign(static_cast<size_t>(info_.gpu_count), 0);
   unknown_held_ = 0;
@@ -184,6 +185,7 @@ Status NodeState::add(const Allocation& a) {
       if (a.gpus[i] == a.gpus[j]) return invalidArgument("GPU index listed twice for pod " + a.pod_key);
     }
   }
+  ++changes_;
   for (int g : a.gpus) {
     used_milli_[static_cast<size_t>(g)] += a.milli_per_gpu;
     updateFreeBit(g);
@@ -198,6 +200,7 @@ Status NodeState::add(const Allocation& a) {
 bool NodeState::remove(const std::string& pod_uid) {
   auto it = allocations_.find(pod_uid);
   if (it == allocations_.end()) return false;
+  ++changes_;
   const Allocation& a = it->second;
   for (int g : a.gpus) {
     used_milli_[static_cast<size_t>(g)] -= a.milli_per_gpu;

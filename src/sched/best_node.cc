@@ -11,26 +11,36 @@ uint64_t nodeTieRank(std::string_view name) {
   return h;
 }
 
-int bestNode(const PolicyConfig& policy, const std::vector<const model::NodeState*>& nodes,
-             const GpuRequest& req, const ScoreContext& context) {
-  if (nodes.size() == 1) return 0;  // a lone feasible node is taken without scoring
+double nodeValue(const PolicyConfig& policy, const model::NodeState& node, const GpuRequest& req,
+                 const ScoreContext& context) {
+  return policy.kind == PolicyKind::kRandom ? unitScore(policy, node, req, Placement{}, context)
+                                            : scoreNode(policy, node, req, context).value;
+}
+
+int bestByValue(const std::vector<const model::NodeState*>& nodes, std::span<const double> values) {
   int best = -1;
   double best_value = 0;
   uint64_t best_rank = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    const model::NodeState& node = *nodes[i];
     // Exact comparisons, as the simulator's: the policies' whole-number steps are meant to tie.
-    const double value = policy.kind == PolicyKind::kRandom
-                             ? unitScore(policy, node, req, Placement{}, context)
-                             : scoreNode(policy, node, req, context).value;
-    const uint64_t rank = nodeTieRank(node.info().name);
-    if (best < 0 || value > best_value || (value == best_value && rank < best_rank)) {
+    const double value = values[i];
+    if (best >= 0 && !(value >= best_value)) continue;  // hash the name (the rank) only for ties
+    const uint64_t rank = nodeTieRank(nodes[i]->info().name);
+    if (best < 0 || value > best_value || rank < best_rank) {
       best = static_cast<int>(i);
       best_value = value;
       best_rank = rank;
     }
   }
   return best;
+}
+
+int bestNode(const PolicyConfig& policy, const std::vector<const model::NodeState*>& nodes,
+             const GpuRequest& req, const ScoreContext& context) {
+  if (nodes.size() == 1) return 0;  // a lone feasible node is taken without scoring
+  std::vector<double> values(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) values[i] = nodeValue(policy, *nodes[i], req, context);
+  return bestByValue(nodes, values);
 }
 
 }  // namespace troupe::sched

@@ -203,7 +203,7 @@ FilterResult Scheduler::filterGangLocked(const PodFacts& pod, const GpuRequest& 
   }
   FilterResult out;
   auto failAll = [&](const std::string& reason, bool unresolvable, const char* category) {
-    for (const std::string& n : node_names) (unresolvable ? out.unresolvable : out.failed)[n] = reason;
+    (unresolvable ? out.unresolvable : out.failed).addAll(node_names, reason);
     out.categories[category] += static_cast<int>(node_names.size());
     g.last_reason = reason;
     return out;
@@ -250,7 +250,7 @@ FilterResult Scheduler::filterGangLocked(const PodFacts& pod, const GpuRequest& 
           std::vector<const model::NodeState*> by_free;
           for (const std::string& name : node_names) {
             auto it = nodes_.find(name);
-            if (it != nodes_.end() && checkNode(it->second, req).fit != Fit::kNever)
+            if (it != nodes_.end() && fitOf(findMisfit(it->second, req)) != Fit::kNever)
               by_free.push_back(&it->second);
           }
           std::sort(by_free.begin(), by_free.end(), [](const model::NodeState* a, const model::NodeState* b) {
@@ -305,12 +305,13 @@ FilterResult Scheduler::filterGangLocked(const PodFacts& pod, const GpuRequest& 
                        " members planned; extra members are placed once it runs",
                    false, "gang");
   }
-  const std::string reason = "troupe: gang " + g.spec.key + " is placed on other nodes";
+  const NodeReasons::ReasonId elsewhere =
+      out.unresolvable.intern("troupe: gang " + g.spec.key + " is placed on other nodes");
   for (const std::string& n : node_names) {
     if (n == mine->node) {
       out.passed.push_back(n);
     } else {
-      out.unresolvable[n] = reason;
+      out.unresolvable.add(n, elsewhere);
       ++out.categories["gang"];
     }
   }

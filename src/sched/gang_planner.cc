@@ -170,8 +170,7 @@ GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const
   std::map<std::string_view, int64_t> domain_capacity;  // the same per domain of the required level
   for (const model::NodeState* n : nodes) {
     if (n->info().unschedulable) continue;
-    NodeCheck check = checkNode(*n, req);
-    if (check.fit == Fit::kNever) continue;
+    if (fitOf(findMisfit(*n, req)) == Fit::kNever) continue;
     const int per_node = req.gpus > 0 ? n->gpuCount() / req.gpus : members;
     const int64_t capacity =
         req.shared() ? static_cast<int64_t>(n->gpuCount()) * (1000 / req.milli_per_gpu) : per_node;

@@ -1,5 +1,6 @@
 #include "troupe/sched/node_index.h"
 
+#include <algorithm>
 #include <functional>
 
 namespace troupe::sched {
@@ -17,6 +18,29 @@ size_t NodeIndex::probe(std::string_view name, uint64_t hash) const {
 const model::NodeState* NodeIndex::find(std::string_view name) const {
   if (size_ == 0) return nullptr;
   return slots_[probe(name, hashOf(name))].node;
+}
+
+void NodeIndex::findAll(std::span<const std::string> names, std::span<const model::NodeState*> out) const {
+  if (size_ == 0) {
+    std::fill(out.begin(), out.end(), nullptr);
+    return;
+  }
+  const size_t mask = slots_.size() - 1;
+  std::vector<uint64_t> hashes(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    hashes[i] = hashOf(names[i]);
+    __builtin_prefetch(&slots_[hashes[i] & mask]);
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    // The home slot nearly always holds the node (the table is at most half full). The
+    // compare reads the name at its start, filter then reads the product, GPU count,
+    // capacities, free mask and usage in the next few cache lines.
+    if (const model::NodeState* node = slots_[hashes[i] & mask].node) {
+      const char* bytes = reinterpret_cast<const char*>(node);
+      for (size_t line = 0; line < 5; ++line) __builtin_prefetch(bytes + 64 * line);
+    }
+  }
+  for (size_t i = 0; i < names.size(); ++i) out[i] = slots_[probe(names[i], hashes[i])].node;
 }
 
 void NodeIndex::insert(const model::NodeState* node) {

@@ -44,83 +44,117 @@ std::optional<int> pickSharedGpu(const NodeState& node, int64_t milli) {
 
 }  // namespace
 
-NodeCheck checkNode(const NodeState& node, const GpuRequest& req) {
+Misfit findMisfit(const NodeState& node, const GpuRequest& req) {
   const model::NodeInfo& info = node.info();
-  if (info.gpu_count == 0) return {Fit::kNever, "troupe: node has no GPUs (nvidia.com/gpu)", "no-gpus"};
+  if (info.gpu_count == 0) return Misfit::kNoGpus;
   if (!req.models.empty()) {
-    if (info.gpu_product.empty()) {
-      return {Fit::kNever, "troupe: node has no nvidia.com/gpu.product label to match troupe.dev/gpu-model",
-              "model"};
-    }
-    if (!modelAllowed(info.gpu_product, req.models)) {
-      return {Fit::kNever,
-              "troupe: GPU model " + info.gpu_product + " is not in troupe.dev/gpu-model (" +
-                  joinList(req.models, ",") + ")",
-              "model"};
-    }
+    if (info.gpu_product.empty()) return Misfit::kNoProductLabel;
+    if (!modelAllowed(info.gpu_product, req.models)) return Misfit::kModel;
   }
   if (req.min_memory_bytes > 0) {
-    if (info.gpu_memory_mib == 0) {
-      return {Fit::kNever, "troupe: node has no nvidia.com/gpu.memory label to check troupe.dev/gpu-memory",
-              "memory"};
-    }
-    if (info.gpu_memory_mib * 1024 * 1024 < req.min_memory_bytes) {
-      return {Fit::kNever, "troupe: GPU memory below troupe.dev/gpu-memory " + gib(req.min_memory_bytes),
-              "memory"};
-    }
+    if (info.gpu_memory_mib == 0) return Misfit::kNoMemoryLabel;
+    if (info.gpu_memory_mib * 1024 * 1024 < req.min_memory_bytes) return Misfit::kMemory;
   }
-  if (req.gpus > info.gpu_count) {
-    return {Fit::kNever, "troupe: node has fewer GPUs in total than the pod's " + std::to_string(req.gpus),
-            "count"};
-  }
+  if (req.gpus > info.gpu_count) return Misfit::kCount;
   const model::GpuTopology& topo = node.topology();
   if (req.topology == TopologyMode::kNVLink && req.gpus > 1 &&
       std::popcount(topo.nvlinkDomains().front()) < req.gpus) {
-    return {Fit::kNever,
-            "troupe: no NVLink domain of " + std::to_string(req.gpus) +
-                " GPUs on this node (troupe.dev/gpu-topology=nvlink)",
-            "topology"};
+    return Misfit::kNoNVLinkDomain;
   }
-  if (info.cpu_milli > 0 && req.cpu_milli > info.cpu_milli) {
-    return {Fit::kNever, "troupe: node has less CPU than the pod requests", "resources"};
-  }
-  if (info.memory_bytes > 0 && req.memory_bytes > info.memory_bytes) {
-    return {Fit::kNever, "troupe: node has less memory than the pod requests", "resources"};
-  }
-  if (info.cpu_milli > 0 && node.cpuUsed() + req.cpu_milli > info.cpu_milli) {
-    return {Fit::kBusy, "troupe: insufficient free CPU", "resources"};
-  }
+  if (info.cpu_milli > 0 && req.cpu_milli > info.cpu_milli) return Misfit::kCpuTotal;
+  if (info.memory_bytes > 0 && req.memory_bytes > info.memory_bytes) return Misfit::kMemoryTotal;
+  if (info.cpu_milli > 0 && node.cpuUsed() + req.cpu_milli > info.cpu_milli) return Misfit::kCpuFree;
   if (info.memory_bytes > 0 && node.memoryUsed() + req.memory_bytes > info.memory_bytes) {
-    return {Fit::kBusy, "troupe: insufficient free memory", "resources"};
+    return Misfit::kMemoryFree;
   }
-  if (info.max_pods > 0 && node.podCount() >= info.max_pods) {
-    return {Fit::kBusy, "troupe: node is at its pod limit", "resources"};
-  }
-  if (req.shared()) {
-    if (!pickSharedGpu(node, req.milli_per_gpu)) {
-      return {Fit::kBusy, "troupe: no GPU has " + std::to_string(req.milli_per_gpu) + " milli-GPU free",
-              "busy"};
-    }
-    return {Fit::kFits, ""};
-  }
-  if (node.wholeFreeCount() < req.gpus) {
-    return {Fit::kBusy, "troupe: too few free GPUs for " + std::to_string(req.gpus), "busy"};
-  }
+  if (info.max_pods > 0 && node.podCount() >= info.max_pods) return Misfit::kPodLimit;
+  if (req.shared()) return pickSharedGpu(node, req.milli_per_gpu) ? Misfit::kNone : Misfit::kNoSharedGpu;
+  if (node.wholeFreeCount() < req.gpus) return Misfit::kFewFreeGpus;
   if (req.topology == TopologyMode::kNVLink && req.gpus > 1) {
-    uint64_t free = node.fullyFreeMask();
+    const uint64_t free = node.fullyFreeMask();
     bool any = std::any_of(topo.nvlinkDomains().begin(), topo.nvlinkDomains().end(),
                            [&](uint64_t d) { return std::popcount(d & free) >= req.gpus; });
-    if (!any) {
-      return {Fit::kBusy,
-              "troupe: free GPUs are split across NVLink domains (troupe.dev/gpu-topology=nvlink)",
-              "topology"};
-    }
+    if (!any) return Misfit::kSplitDomains;
   }
-  return {Fit::kFits, ""};
+  return Misfit::kNone;
+}
+
+Fit fitOf(Misfit misfit) {
+  switch (misfit) {
+    case Misfit::kNone: return Fit::kFits;
+    case Misfit::kCpuFree:
+    case Misfit::kMemoryFree:
+    case Misfit::kPodLimit:
+    case Misfit::kNoSharedGpu:
+    case Misfit::kFewFreeGpus:
+    case Misfit::kSplitDomains: return Fit::kBusy;
+    default: return Fit::kNever;
+  }
+}
+
+const char* categoryOf(Misfit misfit) {
+  switch (misfit) {
+    case Misfit::kNone: return "";
+    case Misfit::kNoGpus: return "no-gpus";
+    case Misfit::kNoProductLabel:
+    case Misfit::kModel: return "model";
+    case Misfit::kNoMemoryLabel:
+    case Misfit::kMemory: return "memory";
+    case Misfit::kCount: return "count";
+    case Misfit::kNoNVLinkDomain:
+    case Misfit::kSplitDomains: return "topology";
+    case Misfit::kCpuTotal:
+    case Misfit::kMemoryTotal:
+    case Misfit::kCpuFree:
+    case Misfit::kMemoryFree:
+    case Misfit::kPodLimit: return "resources";
+    case Misfit::kNoSharedGpu:
+    case Misfit::kFewFreeGpus: return "busy";
+  }
+  return "";
+}
+
+// Short and node-independent (but for the model) so kube-scheduler groups them well.
+std::string describeMisfit(Misfit misfit, const NodeState& node, const GpuRequest& req) {
+  switch (misfit) {
+    case Misfit::kNone: return "";
+    case Misfit::kNoGpus: return "troupe: node has no GPUs (nvidia.com/gpu)";
+    case Misfit::kNoProductLabel:
+      return "troupe: node has no nvidia.com/gpu.product label to match troupe.dev/gpu-model";
+    case Misfit::kModel:
+      return "troupe: GPU model " + node.info().gpu_product + " is not in troupe.dev/gpu-model (" +
+             joinList(req.models, ",") + ")";
+    case Misfit::kNoMemoryLabel:
+      return "troupe: node has no nvidia.com/gpu.memory label to check troupe.dev/gpu-memory";
+    case Misfit::kMemory:
+      return "troupe: GPU memory below troupe.dev/gpu-memory " + gib(req.min_memory_bytes);
+    case Misfit::kCount:
+      return "troupe: node has fewer GPUs in total than the pod's " + std::to_string(req.gpus);
+    case Misfit::kNoNVLinkDomain:
+      return "troupe: no NVLink domain of " + std::to_string(req.gpus) +
+             " GPUs on this node (troupe.dev/gpu-topology=nvlink)";
+    case Misfit::kCpuTotal: return "troupe: node has less CPU than the pod requests";
+    case Misfit::kMemoryTotal: return "troupe: node has less memory than the pod requests";
+    case Misfit::kCpuFree: return "troupe: insufficient free CPU";
+    case Misfit::kMemoryFree: return "troupe: insufficient free memory";
+    case Misfit::kPodLimit: return "troupe: node is at its pod limit";
+    case Misfit::kNoSharedGpu:
+      return "troupe: no GPU has " + std::to_string(req.milli_per_gpu) + " milli-GPU free";
+    case Misfit::kFewFreeGpus: return "troupe: too few free GPUs for " + std::to_string(req.gpus);
+    case Misfit::kSplitDomains:
+      return "troupe: free GPUs are split across NVLink domains (troupe.dev/gpu-topology=nvlink)";
+  }
+  return "";
+}
+
+NodeCheck checkNode(const NodeState& node, const GpuRequest& req) {
+  const Misfit misfit = findMisfit(node, req);
+  if (misfit == Misfit::kNone) return {Fit::kFits, ""};
+  return {fitOf(misfit), describeMisfit(misfit, node, req), categoryOf(misfit)};
 }
 
 std::optional<Placement> placeOnNode(const NodeState& node, const GpuRequest& req) {
-  if (checkNode(node, req).fit != Fit::kFits) return std::nullopt;
+  if (findMisfit(node, req) != Misfit::kNone) return std::nullopt;
   Placement p;
   if (req.shared()) {
     std::optional<int> g = pickSharedGpu(node, req.milli_per_gpu);

@@ -1,6 +1,7 @@
 #include "troupe/sched/scheduler.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <functional>
@@ -72,6 +73,12 @@ Status Scheduler::upsertNode(const model::NodeFacts& facts) {
   if (it == nodes_.end()) {
     it = nodes_.emplace(facts.name, model::NodeState(std::move(info).value())).first;
     index_.insert(&it->second);
+    if (free_ordinals_.empty()) {
+      it->second.setOrdinal(next_ordinal_++);
+    } else {
+      it->second.setOrdinal(free_ordinals_.back());
+      free_ordinals_.pop_back();
+    }
   } else {
     it->second.setInfo(std::move(info).value());
   }
@@ -85,6 +92,8 @@ bool Scheduler::removeNode(const std::string& name) {
   if (it == nodes_.end()) return false;
   for (const auto& [uid, a] : it->second.allocations()) pod_node_.erase(uid);
   index_.erase(name);
+  score_memo_.forget(it->second.ordinal());
+  free_ordinals_.push_back(it->second.ordinal());
   nodes_.erase(it);
   // A gang planned onto the vanished node is planned afresh at its next member's filter.
   for (auto& [key, g] : gangs_) {
@@ -162,14 +171,14 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
   if (!req.isOk()) {
     // The pod, not the nodes, is wrong: no node will ever do, and the reason says why.
     const std::string reason = "troupe: " + req.status().message();
-    for (const std::string& n : node_names) out.unresolvable[n] = reason;
+    out.unresolvable.addAll(node_names, reason);
     out.categories["invalid-pod"] = static_cast<int>(node_names.size());
     return out;
   }
   Result<std::optional<GangSpec>> gang = parseGang(pod, config_.gang_timeout, podGroupOf(pod));
   if (!gang.isOk()) {
     const std::string reason = "troupe: " + gang.status().message();
-    for (const std::string& n : node_names) out.unresolvable[n] = reason;
+    out.unresolvable.addAll(node_names, reason);
     out.categories["invalid-pod"] = static_cast<int>(node_names.size());
     return out;
   }
@@ -188,80 +197,95 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
   }
   if (remember(pod, req.value())) mix_window_.record(req.value());
   std::shared_lock lock(mu_);
-  out = filterSingleLocked(req.value(), node_names);
-  if (config_.narrow_to_best && out.passed.size() > 1) narrowLocked(req.value(), out);
+  if (!config_.narrow_to_best) return filterSingleLocked(req.value(), node_names);
+  std::vector<const model::NodeState*> passed_nodes;
+  out = filterSingleLocked(req.value(), node_names, "", &passed_nodes);
+  if (out.passed.size() > 1) narrowLocked(req.value(), passed_nodes, out);
   return out;
 }
 
-void Scheduler::narrowLocked(const GpuRequest& req, FilterResult& out) const {
-  std::vector<const model::NodeState*> nodes;
-  nodes.reserve(out.passed.size());
-  for (const std::string& name : out.passed) nodes.push_back(&nodes_.at(name));
+void Scheduler::narrowLocked(const GpuRequest& req, const std::vector<const model::NodeState*>& nodes,
+                             FilterResult& out) const {
   const std::shared_ptr<const RequestMix> mix = mix_window_.current();
-  const int best = bestNode(config_.policy, nodes, req, ScoreContext{mix.get(), nullptr});
+  const ScoreContext context{mix.get(), nullptr};
+  auto score = [&](const model::NodeState& node) { return nodeValue(config_.policy, node, req, context); };
+  std::vector<double> values(nodes.size());
+  if (config_.remember_scores) {
+    score_memo_.values(nodes, req, mix, score, values);
+  } else {
+    for (size_t i = 0; i < nodes.size(); ++i) values[i] = score(*nodes[i]);
+  }
+  const int best = bestByValue(nodes, values);
+  const NodeReasons::ReasonId better = out.failed.intern(kBetterNode);
   for (size_t i = 0; i < out.passed.size(); ++i) {
-    if (static_cast<int>(i) != best) out.failed[out.passed[i]] = kBetterNode;
+    if (static_cast<int>(i) != best) out.failed.add(std::move(out.passed[i]), better);
   }
   std::string keep = std::move(out.passed[static_cast<size_t>(best)]);
   out.passed.assign(1, std::move(keep));
 }
 
 FilterResult Scheduler::filterSingleLocked(const GpuRequest& req, const std::vector<std::string>& node_names,
-                                           const std::string& own_gang) const {
+                                           const std::string& own_gang,
+                                           std::vector<const model::NodeState*>* passed_nodes) const {
   FilterResult out;
-  // Every candidate is looked up first, in a tight loop of independent lookups whose cache
-  // misses overlap (at thousands of nodes the nodes no longer fit in cache), then checked in
-  // order.
+  // Every candidate is looked up first, in a batch whose cache misses overlap (at thousands
+  // of nodes the nodes no longer fit in cache), then checked in order.
   std::vector<const model::NodeState*> found(node_names.size(), nullptr);
-  for (size_t i = 0; i < node_names.size(); ++i) {
-    found[i] = index_.find(node_names[i]);
-    // The lookup read the node's first cache line (its name); checkNode reads the GPU count,
-    // the capacities and the free mask a few lines further on: start loading them now.
-    if (found[i]) {
-      const char* node = reinterpret_cast<const char*>(found[i]);
-      __builtin_prefetch(node + 128);
-      __builtin_prefetch(node + 192);
-    }
-  }
+  index_.findAll(node_names, found);
   out.passed.reserve(node_names.size());
-  // Rejections per category are tallied by the checker's category pointer and added to the
-  // map once at the end.
-  std::vector<std::pair<const char*, int>> tally;
+  if (passed_nodes) passed_nodes->reserve(node_names.size());
+  // Each distinct misfit is worded once per call (the model misfit once per GPU product), and
+  // rejections are counted per misfit, then added to the category map at the end.
+  constexpr NodeReasons::ReasonId kUnworded = ~NodeReasons::ReasonId{0};
+  std::array<NodeReasons::ReasonId, kMisfitKinds> worded;
+  worded.fill(kUnworded);
+  std::vector<std::pair<std::string_view, NodeReasons::ReasonId>> model_worded;
+  std::array<int, kMisfitKinds> misfits{};
+  int unknown = 0;
   const bool draining = !gangs_.empty();
   for (size_t i = 0; i < node_names.size(); ++i) {
     const std::string& name = node_names[i];
-    if (!found[i]) {
-      out.unresolvable[name] = kUnknownNode;
-      ++out.categories["unknown-node"];
+    const model::NodeState* node = found[i];
+    if (!node) {
+      out.unresolvable.add(name, kUnknownNode);
+      ++unknown;
       continue;
     }
-    if (!req.wantsGpus()) {
-      out.passed.push_back(name);
-      continue;
-    }
-    if (draining) {
+    if (draining && req.wantsGpus()) {
       if (std::string owner = drainOwner(name); !owner.empty() && owner != own_gang) {
-        out.failed[name] = "troupe: node is kept free for gang " + owner + ", which has waited too long";
+        out.failed.add(name, "troupe: node is kept free for gang " + owner + ", which has waited too long");
         ++out.categories["drain"];
         continue;
       }
     }
-    NodeCheck check = checkNode(*found[i], req);
-    switch (check.fit) {
-      case Fit::kFits: out.passed.push_back(name); break;
-      case Fit::kBusy: out.failed[name] = std::move(check.reason); break;
-      case Fit::kNever: out.unresolvable[name] = std::move(check.reason); break;
+    const Misfit misfit = req.wantsGpus() ? findMisfit(*node, req) : Misfit::kNone;
+    if (misfit == Misfit::kNone) {
+      out.passed.push_back(name);
+      if (passed_nodes) passed_nodes->push_back(node);
+      continue;
     }
-    if (check.fit != Fit::kFits) {
-      auto same = [&](const auto& e) { return e.first == check.category; };
-      if (auto t = std::find_if(tally.begin(), tally.end(), same); t != tally.end()) {
-        ++t->second;
+    ++misfits[static_cast<size_t>(misfit)];
+    NodeReasons& reasons = fitOf(misfit) == Fit::kBusy ? out.failed : out.unresolvable;
+    NodeReasons::ReasonId id = worded[static_cast<size_t>(misfit)];
+    if (misfit == Misfit::kModel) {
+      const std::string& product = node->info().gpu_product;
+      auto same = [&](const auto& e) { return e.first == product; };
+      if (auto w = std::find_if(model_worded.begin(), model_worded.end(), same); w != model_worded.end()) {
+        id = w->second;
       } else {
-        tally.emplace_back(check.category, 1);
+        id = reasons.intern(describeMisfit(misfit, *node, req));
+        model_worded.emplace_back(product, id);
       }
+    } else if (id == kUnworded) {
+      id = reasons.intern(describeMisfit(misfit, *node, req));
+      worded[static_cast<size_t>(misfit)] = id;
     }
+    reasons.add(name, id);
   }
-  for (const auto& [category, count] : tally) out.categories[category] += count;
+  if (unknown) out.categories["unknown-node"] += unknown;
+  for (size_t m = 0; m < kMisfitKinds; ++m) {
+    if (misfits[m]) out.categories[categoryOf(static_cast<Misfit>(m))] += misfits[m];
+  }
   return out;
 }
 
@@ -269,20 +293,18 @@ FilterResult Scheduler::filterNodes(const PodFacts& pod, const std::vector<model
                                     std::vector<std::string>* learn_errors) {
   std::vector<std::string> names;
   names.reserve(nodes.size());
-  std::map<std::string, std::string> bad;
+  std::vector<std::pair<std::string, std::string>> bad;
   for (const model::NodeFacts& facts : nodes) {
     names.push_back(facts.name);
     Status s = upsertNode(facts);
     if (!s.isOk()) {
-      bad[facts.name] = "troupe: " + s.message();
+      bad.emplace_back(facts.name, "troupe: " + s.message());
       if (learn_errors) learn_errors->push_back(s.message());
     }
   }
   FilterResult out = filter(pod, names);
   // A node whose facts are broken is reported with what is broken, not as "unknown".
-  for (auto& [name, reason] : bad) {
-    if (out.unresolvable.count(name)) out.unresolvable[name] = reason;
-  }
+  for (const auto& [name, reason] : bad) out.unresolvable.reword(name, reason);
   return out;
 }
 
@@ -322,7 +344,7 @@ std::vector<HostScore> Scheduler::prioritize(const PodFacts& pod,
     std::shared_lock lock(mu_);
     // Lookups first, as in filter(): independent lookups overlap their cache misses.
     std::vector<const model::NodeState*> found(node_names.size(), nullptr);
-    for (size_t i = 0; i < node_names.size(); ++i) found[i] = index_.find(node_names[i]);
+    index_.findAll(node_names, found);
     for (size_t i = 0; i < node_names.size(); ++i) {
       const std::string& name = node_names[i];
       double s = -1.0;  // unknown or no longer fitting: lowest
@@ -436,7 +458,7 @@ std::map<std::string, std::vector<std::string>> Scheduler::preempt(
     }
     model::NodeState trial = it->second;  // a copy: evict the victims there, then check
     for (const std::string& uid : uids) trial.remove(uid);
-    if (checkNode(trial, req.value()).fit == Fit::kFits) out[name] = uids;
+    if (findMisfit(trial, req.value()) == Misfit::kNone) out[name] = uids;
   }
   return out;
 }

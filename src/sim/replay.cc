@@ -62,7 +62,7 @@ class MixSource {
 
 // Pods of one shape get the same verdict and score on a node until the node changes (or the
 // mix does), and each pod changes one node: remembering them per (node, shape) saves almost
-// every checkNode and score call without changing any result.
+// every findMisfit and score call without changing any result.
 struct Memo {
   uint32_t version = 0;  // the node's version the verdict is for; 0 = none
   uint32_t epoch = 0;    // the mix epoch the score is for; 0 = not scored
@@ -152,7 +152,7 @@ RunResult replay(const ReplayInput& in) {
       if (m.version != version[i]) {
         m.version = version[i];
         m.epoch = 0;
-        m.fits = sched::checkNode(nodes[i], req).fit == sched::Fit::kFits;
+        m.fits = sched::findMisfit(nodes[i], req) == sched::Misfit::kNone;
       }
       if (m.fits) feasible.push_back(i);
     }

@@ -212,12 +212,12 @@ TEST_CASE("gang topology: unannotated gangs are packed top-down; unlabelled node
     Scheduler t(SchedulerConfig{});
     addFleet(t, {{"u1", "", "", ""}, {"u2", "", "", ""}, {"r", "", "", "r9"}});
     FilterResult r = t.filter(member("req", 0, 8, 2, kRequiredRack), {"u1", "u2", "r"});
-    REQUIRE(r.unresolvable.count("u1"));
+    REQUIRE(r.unresolvable.contains("u1"));
     CHECK_THAT(r.unresolvable.at("u1"), Catch::Contains("the largest rack can hold only 1 even when empty"));
     Scheduler none(SchedulerConfig{});
     addFleet(none, {{"u1", "", "", ""}, {"u2", "", "", ""}});
     r = none.filter(member("req", 0, 8, 2, kRequiredRack), {"u1", "u2"});
-    REQUIRE(r.unresolvable.count("u1"));
+    REQUIRE(r.unresolvable.contains("u1"));
     CHECK_THAT(r.unresolvable.at("u1"),
                Catch::Contains("no node that matches its request has the label troupe.dev/rack"));
   }
@@ -245,7 +245,7 @@ TEST_CASE("gang topology: bad level names reject the pod with the configured lev
   Scheduler s(SchedulerConfig{});
   addFleet(s, {{"n1", "", "", "r1"}});
   FilterResult r = s.filter(member("bad", 0, 8, 1, {{kAnnotationTopologyRequired, "shelf"}}), {"n1"});
-  REQUIRE(r.unresolvable.count("n1"));
+  REQUIRE(r.unresolvable.contains("n1"));
   CHECK(
       r.unresolvable.at("n1") ==
       "troupe: annotation troupe.dev/topology-required=\"shelf\" is invalid: expected one of the configured "
@@ -282,7 +282,7 @@ TEST_CASE("gang topology: a changed topology annotation re-plans a waiting gang"
   // The job is resubmitted with required: rack, which no rack can hold: the old plan goes.
   FilterResult again = s.filter(member("g", 0, 8, 2, kRequiredRack), names(fleet));
   CHECK(again.passed.empty());
-  REQUIRE(again.unresolvable.count("n1"));
+  REQUIRE(again.unresolvable.contains("n1"));
   CHECK_THAT(again.unresolvable.at("n1"),
              Catch::Contains("the largest rack can hold only 1 even when empty"));
   CHECK(heldGpus(s) == 0);

@@ -145,9 +145,9 @@ TEST_CASE("kube PodGroups: the scheduler's filter uses the lookup; gang-size is 
   troupe::sched::PodFacts p = troupe::testing::gpuPod("m0", 2);
   p.labels[troupe::sched::kPodGroupLabel] = "pg";
   troupe::sched::FilterResult r = s.filter(p, {"n1"});
-  REQUIRE(r.unresolvable.count("n1"));
-  CHECK_THAT(r.unresolvable["n1"], Catch::Contains("CRD"));
-  CHECK_THAT(r.unresolvable["n1"], Catch::Contains("troupe.dev/gang-size"));
+  REQUIRE(r.unresolvable.contains("n1"));
+  CHECK_THAT(r.unresolvable.at("n1"), Catch::Contains("CRD"));
+  CHECK_THAT(r.unresolvable.at("n1"), Catch::Contains("troupe.dev/gang-size"));
 
   p.annotations[troupe::sched::kGangSize] = "2";
   CHECK(s.filter(p, {"n1"}).passed.size() == 1);

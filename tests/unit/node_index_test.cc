@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "support/fixtures.h"
 
@@ -33,6 +34,10 @@ TEST_CASE("node index: finds, replaces and erases like a map, through growth and
     return &it->second;
   };
   CHECK(index.find("nothing") == nullptr);
+  const NodeState* garbage = node("garbage");
+  std::vector<const NodeState*> none(1, garbage);  // findAll must overwrite it
+  index.findAll(std::vector<std::string>{"nothing"}, none);
+  CHECK(none[0] == nullptr);
   CHECK_FALSE(index.erase("nothing"));
 
   uint64_t state = 7;
@@ -54,10 +59,15 @@ TEST_CASE("node index: finds, replaces and erases like a map, through growth and
     }
     REQUIRE(index.size() == want.size());
     if (step % 50 == 0 || step > 3900) {
+      std::vector<std::string> probes;
+      for (int i = 0; i < 300; ++i) probes.push_back("node-" + std::to_string(i));
+      std::vector<const NodeState*> batch(probes.size(), nullptr);
+      index.findAll(probes, batch);
       for (int i = 0; i < 300; ++i) {
-        const std::string probe = "node-" + std::to_string(i);
+        const std::string& probe = probes[static_cast<size_t>(i)];
         auto it = want.find(probe);
         REQUIRE(index.find(probe) == (it == want.end() ? nullptr : it->second));
+        REQUIRE(batch[static_cast<size_t>(i)] == index.find(probe));
       }
     }
   }

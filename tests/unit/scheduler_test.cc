@@ -84,8 +84,8 @@ void checkScoreShape(const std::vector<HostScore>& scores, const std::vector<std
 // Filter, then reserve on `node`; returns the GPUs.
 std::vector<int> filterAndReserve(Scheduler& s, const PodFacts& pod, const std::string& node) {
   FilterResult f = s.filter(pod, {node});
-  INFO("filter: " << (f.failed.count(node) ? f.failed.at(node) : "")
-                  << (f.unresolvable.count(node) ? f.unresolvable.at(node) : ""));
+  INFO("filter: " << (f.failed.contains(node) ? f.failed.at(node) : "")
+                  << (f.unresolvable.contains(node) ? f.unresolvable.at(node) : ""));
   REQUIRE(f.passed == std::vector<std::string>{node});
   auto r = s.reserve(pod.uid, pod.ns, pod.name, node);
   INFO(r.status().message());
@@ -127,8 +127,70 @@ TEST_CASE("scheduler: filter sorts nodes into passed, failed and unresolvable", 
     f.name = "cpu-only";
     addNode(s, f);
     FilterResult c = s.filter(gpuPod("g", 1), {"cpu-only"});
-    CHECK(c.unresolvable.count("cpu-only") == 1);
+    CHECK(c.unresolvable.contains("cpu-only"));
     CHECK(c.categories.at("no-gpus") == 1);
+  }
+}
+
+TEST_CASE("scheduler: a batch filter words every rejection as filtering that node alone does",
+          "[scheduler]") {
+  // Filter words each distinct misfit once per call (the model misfit once per product) and
+  // hands the words to every node it fits: each node must still read its own reason.
+  Scheduler s = makeScheduler();
+  addNode(s, gpuNode("h100-free", 8));
+  addNode(s, gpuNode("h100-half", 8));
+  addNode(s, gpuNode("h100-full", 8));
+  addNode(s, gpuNode("a100", 8, "NVIDIA-A100-SXM4-80GB", 81920));
+  addNode(s, gpuNode("a100-40", 8, "NVIDIA-A100-SXM4-40GB", 40960));
+  addNode(s, gpuNode("l40s", 8, "NVIDIA-L40S", 46068));
+  addNode(s, gpuNode("quad", 4));
+  troupe::model::NodeFacts unlabelled;
+  unlabelled.name = "unlabelled";
+  unlabelled.allocatable_gpus = "8";
+  addNode(s, unlabelled);
+  troupe::model::NodeFacts cpu_only;
+  cpu_only.name = "cpu-only";
+  addNode(s, cpu_only);
+  troupe::model::NodeFacts one_pod = gpuNode("one-pod", 8);
+  one_pod.pods = "1";
+  addNode(s, one_pod);
+  hold(s, "h100-half", "half", {0, 2, 4, 6});
+  hold(s, "h100-full", "full", {0, 1, 2, 3, 4, 5, 6, 7});
+  hold(s, "a100", "a100-two", {0, 5});
+  hold(s, "one-pod", "only", {0});
+  const std::vector<std::string> nodes = {"h100-free", "h100-half", "h100-full", "a100",
+                                          "a100-40",   "l40s",      "quad",      "unlabelled",
+                                          "cpu-only",  "one-pod",   "ghost"};
+  const std::vector<troupe::sched::StringMap> variants = {
+      {},
+      {{"troupe.dev/gpu-topology", "nvlink"}},
+      {{"troupe.dev/gpu-model", "NVIDIA-H100-80GB-HBM3"}},
+      {{"troupe.dev/gpu-model", "NVIDIA-A100-SXM4-80GB,NVIDIA-A100-SXM4-40GB"}},
+      {{"troupe.dev/gpu-memory", "60Gi"}},
+      {{"troupe.dev/gpu-milli", "500"}},
+  };
+  int pods = 0;
+  for (int gpus : {1, 4, 8}) {
+    for (const auto& annotations : variants) {
+      if (annotations.count("troupe.dev/gpu-milli") && gpus != 1) continue;
+      const PodFacts pod = gpuPod("p" + std::to_string(pods++), gpus, annotations);
+      const FilterResult all = s.filter(pod, nodes);
+      std::map<std::string, int> categories;
+      for (const std::string& n : nodes) {
+        INFO("pod " << pod.name << " (" << gpus << " GPUs) on " << n);
+        const FilterResult one = s.filter(pod, {n});
+        for (const auto& [category, count] : one.categories) categories[category] += count;
+        const bool passed = std::find(all.passed.begin(), all.passed.end(), n) != all.passed.end();
+        CHECK(passed == (one.passed == std::vector<std::string>{n}));
+        CHECK(all.failed.contains(n) == one.failed.contains(n));
+        CHECK(all.unresolvable.contains(n) == one.unresolvable.contains(n));
+        if (one.failed.contains(n) && all.failed.contains(n)) CHECK(all.failed.at(n) == one.failed.at(n));
+        if (one.unresolvable.contains(n) && all.unresolvable.contains(n))
+          CHECK(all.unresolvable.at(n) == one.unresolvable.at(n));
+      }
+      CHECK(all.categories == categories);
+      CHECK(all.passed.size() + all.failed.size() + all.unresolvable.size() == nodes.size());
+    }
   }
 }
 
@@ -141,7 +203,7 @@ TEST_CASE("scheduler: a 16-GPU pod is unresolvable on 8-GPU nodes", "[scheduler]
   CHECK(r.failed.empty());
   REQUIRE(r.unresolvable.size() == 3);
   for (const auto& n : names) {
-    REQUIRE(r.unresolvable.count(n));
+    REQUIRE(r.unresolvable.contains(n));
     CHECK_THAT(r.unresolvable.at(n), Catch::Contains("16"));
   }
   CHECK(r.categories.at("count") == 3);
@@ -202,8 +264,8 @@ TEST_CASE("scheduler: nvlink pods need a big enough NVLink domain", "[scheduler]
 
   FilterResult eight = s.filter(gpuPod("e", 8, {{"troupe.dev/gpu-topology", "nvlink"}}), names);
   CHECK(eight.passed == std::vector<std::string>{"h100", "v100"});
-  CHECK(eight.unresolvable.count("pcie") == 1);
-  CHECK(eight.unresolvable.count("bridged") == 1);
+  CHECK(eight.unresolvable.contains("pcie"));
+  CHECK(eight.unresolvable.contains("bridged"));
   CHECK_THAT(eight.unresolvable.at("pcie"), Catch::Contains("NVLink"));
   CHECK(eight.categories.at("topology") == 2);
 
@@ -218,7 +280,7 @@ TEST_CASE("scheduler: nvlink pods need a big enough NVLink domain", "[scheduler]
   hold(s, "bridged", "x", {0, 2, 4, 6});
   FilterResult split = s.filter(gpuPod("t2", 2, {{"troupe.dev/gpu-topology", "nvlink"}}), {"bridged"});
   CHECK(split.passed.empty());
-  REQUIRE(split.failed.count("bridged") == 1);
+  REQUIRE(split.failed.contains("bridged"));
   CHECK_THAT(split.failed.at("bridged"), Catch::Contains("NVLink"));
   // A 2-GPU nvlink pod on the bridged node gets a bridged pair.
   REQUIRE(s.release("x"));
@@ -422,12 +484,12 @@ TEST_CASE("scheduler: recordAllocation and unknown GPUs", "[scheduler]") {
   addNode(s, gpuNode("n", 8));
   hold(s, "n", "ghost", {}, 6);
   FilterResult four = s.filter(gpuPod("four", 4), {"n"});
-  CHECK(four.failed.count("n") == 1);
+  CHECK(four.failed.contains("n"));
   FilterResult two = s.filter(gpuPod("two", 2), {"n"});
   CHECK(two.passed == std::vector<std::string>{"n"});
   CHECK(s.summary().by_product.at(0).whole_free == 2);
   REQUIRE(s.reserve("uid-two", "default", "two", "n").isOk());
-  CHECK(s.filter(gpuPod("one", 1), {"n"}).failed.count("n") == 1);
+  CHECK(s.filter(gpuPod("one", 1), {"n"}).failed.contains("n"));
   CHECK(s.release("ghost"));
   CHECK(s.filter(gpuPod("one", 1), {"n"}).passed.size() == 1);
 
@@ -453,7 +515,7 @@ TEST_CASE("scheduler: node updates keep allocations; removal forgets them", "[sc
   hold(s, "n", "p", {0, 1, 2, 3, 4, 5});
   addNode(s, gpuNode("n", 8));  // a relabel, say
   CHECK(s.nodeCount() == 1);
-  CHECK(s.filter(gpuPod("q", 4), {"n"}).failed.count("n") == 1);
+  CHECK(s.filter(gpuPod("q", 4), {"n"}).failed.contains("n"));
   CHECK(s.upsertNode(gpuNode("", 8)).code() == Code::kInvalidArgument);
   CHECK(s.removeNode("n"));
   CHECK_FALSE(s.removeNode("n"));
@@ -469,7 +531,7 @@ TEST_CASE("scheduler: filterNodes learns nodes and names broken facts", "[schedu
   std::vector<std::string> errors;
   FilterResult r = s.filterNodes(gpuPod("p", 4), {gpuNode("good", 8), bad}, &errors);
   CHECK(r.passed == std::vector<std::string>{"good"});
-  REQUIRE(r.unresolvable.count("broken") == 1);
+  REQUIRE(r.unresolvable.contains("broken"));
   CHECK_THAT(r.unresolvable.at("broken"), Catch::Contains("warp-drive"));
   REQUIRE(errors.size() == 1);
   CHECK(s.nodeCount() == 1);

@@ -321,10 +321,11 @@ TEST_CASE("wire: encoders reproduce the response fixtures", "[wire][fixtures]") 
     args.node_names = {"gpu-node-a1", "gpu-node-a2", "gpu-node-a3", "gpu-node-b1"};
     troupe::sched::FilterResult result;
     result.passed = {"gpu-node-a1", "gpu-node-a2"};
-    result.failed["gpu-node-a3"] =
-        "example: 4 free GPUs are split across NVSwitch domains, need 4 in one domain";
-    result.unresolvable["gpu-node-b1"] =
-        "example: GPU product NVIDIA-A100-SXM4-80GB does not match requested NVIDIA-H100-80GB-HBM3";
+    result.failed.add("gpu-node-a3",
+                      "example: 4 free GPUs are split across NVSwitch domains, need 4 in one domain");
+    result.unresolvable.add(
+        "gpu-node-b1",
+        "example: GPU product NVIDIA-A100-SXM4-80GB does not match requested NVIDIA-H100-80GB-HBM3");
     const std::string got = troupe::http::encodeFilterResult(args, result);
     checkSameJson(*want, got);
     CHECK(got == *want);
@@ -336,8 +337,9 @@ TEST_CASE("wire: encoders reproduce the response fixtures", "[wire][fixtures]") 
     auto args = mustDecodeArgs(*request);
     troupe::sched::FilterResult result;
     result.passed = {"gpu-node-a1", "gpu-node-a2"};
-    result.unresolvable["gpu-node-b1"] =
-        "example: GPU product NVIDIA-A100-SXM4-80GB does not match requested NVIDIA-H100-80GB-HBM3";
+    result.unresolvable.add(
+        "gpu-node-b1",
+        "example: GPU product NVIDIA-A100-SXM4-80GB does not match requested NVIDIA-H100-80GB-HBM3");
     const std::string got = troupe::http::encodeFilterResult(args, result);
     // The fixture has "FailedNodes":{} where we send null; the protocol reads both as "none".
     checkSameJson(*want, got, /*null_is_empty=*/true);
@@ -391,8 +393,8 @@ TEST_CASE("wire: encoders without fixtures", "[wire]") {
   troupe::http::ExtenderArgs args;
   args.node_names = {"a", "b"};
   troupe::sched::FilterResult none;
-  none.failed["a"] = "busy";
-  none.unresolvable["b"] = "never";
+  none.failed.add("a", "busy");
+  none.unresolvable.add("b", "never");
   CHECK(
       troupe::http::encodeFilterResult(args, none) ==
       R"({"Nodes":null,"NodeNames":[],"FailedNodes":{"a":"busy"},"FailedAndUnresolvableNodes":{"b":"never"},"Error":""})");
@@ -601,9 +603,14 @@ std::string referenceFilterResult(const troupe::http::ExtenderArgs& args,
     out["Nodes"] = OrderedJson{{"metadata", OrderedJson::object()}, {"items", items}};
     out["NodeNames"] = nullptr;
   }
-  out["FailedNodes"] = r.failed.empty() ? OrderedJson(nullptr) : OrderedJson(r.failed);
-  out["FailedAndUnresolvableNodes"] =
-      r.unresolvable.empty() ? OrderedJson(nullptr) : OrderedJson(r.unresolvable);
+  auto reasons = [](const troupe::sched::NodeReasons& rs) {
+    if (rs.empty()) return OrderedJson(nullptr);
+    OrderedJson o = OrderedJson::object();
+    for (const auto& [node, why] : rs) o[node] = why;
+    return o;
+  };
+  out["FailedNodes"] = reasons(r.failed);
+  out["FailedAndUnresolvableNodes"] = reasons(r.unresolvable);
   out["Error"] = "";
   return out.dump();
 }
@@ -630,8 +637,8 @@ TEST_CASE("wire: hand-written encoders write the JSON library's bytes", "[wire]"
     args.node_names = {t, "other"};
     troupe::sched::FilterResult r;
     r.passed = {t};
-    r.failed[t] = t;
-    r.unresolvable["z" + t] = t + t;
+    r.failed.add(t, t);
+    r.unresolvable.add("z" + t, t + t);
     CHECK(troupe::http::encodeFilterResult(args, r) == referenceFilterResult(args, r));
     r.failed.clear();
     CHECK(troupe::http::encodeFilterResult(args, r) == referenceFilterResult(args, r));
@@ -654,9 +661,9 @@ TEST_CASE("wire: hand-written encoders write the JSON library's bytes", "[wire]"
     if (i % 3 == 0)
       r.passed.push_back(name);
     else if (i % 3 == 1)
-      r.failed[name] = "busy";
+      r.failed.add(name, "busy");
     else
-      r.unresolvable[name] = "never";
+      r.unresolvable.add(name, "never");
   }
   CHECK(troupe::http::encodeFilterResult(full, r) == referenceFilterResult(full, r));
 }

@@ -123,6 +123,12 @@ class NodeState {
   // that is sent the same nodes again and again can skip rebuilding the unchanged ones.
   uint64_t factsFingerprint() const { return facts_fingerprint_; }
   void setFactsFingerprint(uint64_t fingerprint) { facts_fingerprint_ = fingerprint; }
+  // Counts every change to what the node is or holds (setInfo, add, remove), so a caller that
+  // remembers something computed from the node knows when it went stale.
+  uint64_t changes() const { return changes_; }
+  // A small number the owner gives each of its nodes (unique among them) to index side tables.
+  uint32_t ordinal() const { return ordinal_; }
+  void setOrdinal(uint32_t ordinal) { ordinal_ = ordinal; }
 
  private:
   void refreshFreeMask();
@@ -132,6 +138,8 @@ class NodeState {
   std::vector<int64_t> used_milli_;
   uint64_t free_mask_ = 0;
   uint64_t facts_fingerprint_ = 0;
+  uint64_t changes_ = 0;
+  uint32_t ordinal_ = 0;
   int unknown_held_ = 0;
   int64_t cpu_used_ = 0;
   int64_t memory_used_ = 0;

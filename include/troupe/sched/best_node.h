@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -23,5 +24,11 @@ uint64_t nodeTieRank(std::string_view name);
 // and its load instead: there is no random stream on the live path.
 int bestNode(const PolicyConfig& policy, const std::vector<const model::NodeState*>& nodes,
              const GpuRequest& req, const ScoreContext& context);
+
+// What bestNode compares for one node: NodeScore's value (unitScore's hash for random).
+double nodeValue(const PolicyConfig& policy, const model::NodeState& node, const GpuRequest& req,
+                 const ScoreContext& context);
+// bestNode's choice given every node's nodeValue (values[i] for nodes[i]).
+int bestByValue(const std::vector<const model::NodeState*>& nodes, std::span<const double> values);
 
 }  // namespace troupe::sched

@@ -24,7 +24,35 @@ struct NodeCheck {
   const char* category = "";  // for metrics: no-gpus, model, memory, count, topology, resources, busy
 };
 
+// Why a node cannot take a pod, without the words. Filter rejects thousands of nodes for a
+// handful of reasons: it finds each node's misfit and words each distinct one once.
+enum class Misfit : uint8_t {
+  kNone,  // the pod fits
+  kNoGpus,
+  kNoProductLabel,
+  kModel,  // the only misfit whose words depend on the node (its GPU product)
+  kNoMemoryLabel,
+  kMemory,
+  kCount,
+  kNoNVLinkDomain,
+  kCpuTotal,
+  kMemoryTotal,
+  kCpuFree,
+  kMemoryFree,
+  kPodLimit,
+  kNoSharedGpu,
+  kFewFreeGpus,
+  kSplitDomains,
+};
+inline constexpr size_t kMisfitKinds = 16;
+
 // Cheap feasibility: model, memory, count, NVLink domain size, free GPUs. No set search.
+Misfit findMisfit(const model::NodeState& node, const GpuRequest& req);
+Fit fitOf(Misfit misfit);
+const char* categoryOf(Misfit misfit);  // "" for kNone
+// The reason kube-scheduler shows for the misfit ("" for kNone).
+std::string describeMisfit(Misfit misfit, const model::NodeState& node, const GpuRequest& req);
+// findMisfit with its fit, words and category.
 NodeCheck checkNode(const model::NodeState& node, const GpuRequest& req);
 
 struct Placement {

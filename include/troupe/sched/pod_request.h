@@ -82,6 +82,7 @@ struct GpuRequest {
   int64_t cpu_milli = 0;  // the pod's requests, used where the model tracks them
   int64_t memory_bytes = 0;
 
+  bool operator==(const GpuRequest&) const = default;
   bool wantsGpus() const { return gpus > 0; }
   bool shared() const { return gpus == 1 && milli_per_gpu < 1000; }
   int64_t totalMilli() const { return gpus * milli_per_gpu; }

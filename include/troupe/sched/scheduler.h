@@ -23,10 +23,12 @@
 #include "troupe/sched/gang.h"
 #include "troupe/sched/gang_planner.h"
 #include "troupe/sched/node_index.h"
+#include "troupe/sched/node_reasons.h"
 #include "troupe/sched/placement.h"
 #include "troupe/sched/pod_request.h"
 #include "troupe/sched/policy.h"
 #include "troupe/sched/request_mix.h"
+#include "troupe/sched/score_memo.h"
 
 namespace troupe::sched {
 
@@ -39,6 +41,9 @@ struct SchedulerConfig {
   // node exists". kube-scheduler takes a lone feasible node without scoring, so Troupe's
   // choice is not diluted by the 0..10 extender scale, its weight or the in-tree scores.
   bool narrow_to_best = false;
+  // Narrowing reuses a node's value while the node, the request and the mix are unchanged
+  // (ScoreMemo); off only to measure scoring from scratch.
+  bool remember_scores = true;
   // Gangs: the default bind-barrier wait (troupe.dev/gang-timeout overrides per gang); how
   // long a gang may wait for capacity before the nodes it needs stop taking other pods; how
   // recently a waiting gang must have been seen to keep its place in line.
@@ -56,9 +61,9 @@ struct SchedulerConfig {
 using BindCallback = std::function<void(Result<model::Allocation>)>;
 
 struct FilterResult {
-  std::vector<std::string> passed;
-  std::map<std::string, std::string> failed;        // preemption may help
-  std::map<std::string, std::string> unresolvable;  // it cannot
+  std::vector<std::string> passed;  // in request order
+  NodeReasons failed;               // preemption may help
+  NodeReasons unresolvable;         // it cannot
   // Rejection counts by category, for metrics: "invalid-pod", "unknown-node", "no-gpus",
   // "model", "memory", "count", "topology", "busy", "gang", "drain".
   std::map<std::string, int> categories;
@@ -207,11 +212,14 @@ class Scheduler {
   Result<model::Allocation> reserveLocked(const std::string& pod_uid, const std::string& key,
                                           const std::string& node, const GpuRequest& req);
 
-  // Filter for a pod on its own (or a member of an admitted gang); caller holds mu_.
+  // Filter for a pod on its own (or a member of an admitted gang); caller holds mu_. With
+  // `passed_nodes`, also the NodeState of each passing node, in `passed` order.
   FilterResult filterSingleLocked(const GpuRequest& req, const std::vector<std::string>& node_names,
-                                  const std::string& own_gang = "") const;
-  // narrow_to_best: keeps only the best of `out.passed`; caller holds mu_.
-  void narrowLocked(const GpuRequest& req, FilterResult& out) const;
+                                  const std::string& own_gang = "",
+                                  std::vector<const model::NodeState*>* passed_nodes = nullptr) const;
+  // narrow_to_best: keeps only the best of `out.passed` (`nodes`: their states); caller holds mu_.
+  void narrowLocked(const GpuRequest& req, const std::vector<const model::NodeState*>& nodes,
+                    FilterResult& out) const;
   // Gang internals; the caller holds mu_ exclusively.
   FilterResult filterGangLocked(const PodFacts& pod, const GpuRequest& req, const GangSpec& spec,
                                 const std::vector<std::string>& node_names);
@@ -242,6 +250,11 @@ class Scheduler {
   mutable std::shared_mutex mu_;  // guards nodes_ and pod_node_
   std::unordered_map<std::string, model::NodeState> nodes_;
   NodeIndex index_;  // nodes_ by name, for filter and prioritize; guarded by mu_
+  // Node ordinals (ScoreMemo's index) given back by removed nodes, and the next new one;
+  // guarded by mu_.
+  std::vector<uint32_t> free_ordinals_;
+  uint32_t next_ordinal_ = 0;
+  mutable ScoreMemo score_memo_;                           // narrowing values; has its own lock
   std::unordered_map<std::string, std::string> pod_node_;  // pod uid -> node
 
   mutable std::mutex pending_mu_;  // guards pending_

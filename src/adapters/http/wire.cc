@@ -1,5 +1,6 @@
 #include "adapters/http/wire.h"
 
+#include <deque>
 #include <optional>
 
 #include "adapters/http/json_scanner.h"
@@ -171,20 +172,27 @@ void appendString(std::string& out, const std::string& text) {
   out += '"';
 }
 
-// A string-to-string map as a JSON object (Json(map).dump(): std::map order), or null when empty.
-void appendMapOrNull(std::string& out, const std::map<std::string, std::string>& map) {
-  if (map.empty()) {
+// Node -> reason as a JSON object in rejection order (Go reads it into a map), or null when
+// empty. Each distinct reason is escaped once.
+void appendReasonsOrNull(std::string& out, const sched::NodeReasons& reasons) {
+  if (reasons.empty()) {
     out += "null";
     return;
   }
+  std::vector<std::string> quoted;
+  quoted.reserve(reasons.reasons().size());
+  for (const std::string& r : reasons.reasons()) {
+    quoted.emplace_back();
+    appendString(quoted.back(), r);
+  }
   out += '{';
   bool first = true;
-  for (const auto& [key, value] : map) {
+  for (const sched::NodeReasons::Entry& e : reasons.entries()) {
     if (!first) out += ',';
     first = false;
-    appendString(out, key);
+    appendString(out, e.node);
     out += ':';
-    appendString(out, value);
+    out += quoted[e.reason];
   }
   out += '}';
 }
@@ -394,17 +402,23 @@ bool readNodeNames(JsonScanner& in, NodeNamesRead* out) {
   if (c != '[') return in.skip();
   out->array = true;
   in.enterArray();
+  // Views first (a plain-bytes vector grows cheaply), then the strings in one allocation.
+  // Names with escapes are decoded into `decoded`, whose strings never move.
+  std::vector<std::string_view> views;
+  std::deque<std::string> decoded;
   std::string_view name;
   std::string scratch;
   while (in.nextItem()) {
     if (in.peek() == '"') {
       if (!in.readString(&name, &scratch)) return false;
-      out->names.emplace_back(name);
+      if (name.data() == scratch.data()) name = decoded.emplace_back(name);
+      views.push_back(name);
     } else {
       out->strings = false;
       if (!in.skip()) return false;
     }
   }
+  out->names.assign(views.begin(), views.end());
   return in.ok();
 }
 
@@ -614,9 +628,9 @@ std::string encodeFilterResult(const ExtenderArgs& args, const sched::FilterResu
     out += "]},\"NodeNames\":null";
   }
   out += ",\"FailedNodes\":";
-  appendMapOrNull(out, result.failed);
+  appendReasonsOrNull(out, result.failed);
   out += ",\"FailedAndUnresolvableNodes\":";
-  appendMapOrNull(out, result.unresolvable);
+  appendReasonsOrNull(out, result.unresolvable);
   out += ",\"Error\":\"\"}";
   return out;
 }

@@ -232,7 +232,8 @@ void Binder::commit(const JobPtr& job, Result<model::Allocation> reserved) {
       job->refiltered = true;
       sched::FilterResult f = scheduler_.filter(job->pod.facts, {b.node});
       if (f.passed.empty()) {
-        std::string why = f.unresolvable.count(b.node) ? f.unresolvable[b.node] : f.failed[b.node];
+        const std::string& why =
+            f.unresolvable.contains(b.node) ? f.unresolvable.at(b.node) : f.failed.at(b.node);
         finish(job, failedPrecondition("pod " + key + " does not fit node " + b.node + " now: " + why));
         return;
       }
