@@ -78,6 +78,9 @@ Flags:
   --narrow-to best|all filter passes only the best-ranked node (best, the Helm chart's
                        default) or every node that fits (all, the default here and in
                        `troupe serve`)
+  --cold-scores        with --narrow-to best: score every feasible node afresh on every
+                       call, as for the first pod of a shape or after the request mix
+                       changed (default: remembered scores, as `troupe serve` does)
   --connections LIST   loopback connection counts (default 1,16,64; quick 1,64)
   --duration S         seconds per loopback run (default 5; quick 1.5)
   --wrk                also load the server with wrk (if installed), at the largest
@@ -231,6 +234,7 @@ struct Options {
   bool in_process = false;      // measure in this process instead of one fresh child per part
   bool wrk = false;             // also drive the loopback server with wrk
   bool narrow_to_best = false;  // filter keeps only the best node (the chart's narrowTo: best)
+  bool remember_scores = true;  // false: narrowing scores every node afresh on every call
 };
 
 Options parseOptions(int argc, char** argv) {
@@ -315,6 +319,8 @@ Options parseOptions(int argc, char** argv) {
         std::exit(2);
       }
       o.narrow_to_best = v == "best";
+    } else if (a == "--cold-scores") {
+      o.remember_scores = false;
     } else if (a == "--in-process") {
       o.in_process = true;
     } else if (a == "--no-breakdown") {
@@ -336,9 +342,10 @@ Options parseOptions(int argc, char** argv) {
 
 // --- the service under test ------------------------------------------------------------------
 
-sched::SchedulerConfig configFor(bool narrow_to_best) {
+sched::SchedulerConfig configFor(const Options& o) {
   sched::SchedulerConfig config;
-  config.narrow_to_best = narrow_to_best;
+  config.narrow_to_best = o.narrow_to_best;
+  config.remember_scores = o.remember_scores;
   return config;
 }
 
@@ -352,7 +359,7 @@ struct Service {
   http::ExtenderHandler handler{http::HandlerOptions{}, scheduler, metrics, logger};
   FillStats fill;
 
-  Service(int nodes, bool narrow_to_best) : scheduler(configFor(narrow_to_best)) {
+  Service(int nodes, const Options& o) : scheduler(configFor(o)) {
     learnNodes(scheduler, nodes);
     fill = populate(scheduler, nodes);
   }
@@ -534,7 +541,7 @@ std::vector<LatencyRow> measureSize(const Options& o, int n) {
   };
   const bool any_full = want("filter", "full") || want("prioritize", "full");
   const auto t0 = Clock::now();
-  Service service(n, o.narrow_to_best);
+  Service service(n, o);
   Cluster cluster = makeCluster(n, any_full);
   std::cerr << "  " << n << " nodes: model built in "
             << fmt(std::chrono::duration<double>(Clock::now() - t0).count(), 1) << " s (" << service.fill.pods
@@ -706,7 +713,7 @@ LoopbackRun measureLoopback(const Options& o) {
   // Never freed: ExtenderServer::stop() does not wait for request handlers that cpprestsdk has
   // already queued, so a handler could still be running on this scheduler after stop(). The
   // client drains its answers before returning, and this keeps even a straggler safe.
-  Service& service = *new Service(run.nodes, o.narrow_to_best);
+  Service& service = *new Service(run.nodes, o);
   const std::string pod =
       makePodObject("llm-pretrain-7b-0-x8q4t", "3c9a6f1e-7b2d-4e8a-9f10-2a6b5c4d8e71", 4, false).dump();
   std::vector<std::string> bodies;

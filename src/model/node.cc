@@ -114,8 +114,10 @@ Result<NodeInfo> nodeFromFacts(const NodeFacts& facts, TopologyCatalog& catalog)
   return info;
 }
 
-NodeState::NodeState(NodeInfo info)
-    : info_(std::move(info)), used_milli_(static_cast<size_t>(info_.gpu_count), 0) {
+NodeState::NodeState(NodeInfo info) : info_(std::move(info)) {
+  // Masks are 64 bits wide and nodeFromFacts refuses more; a NodeInfo built by hand with
+  // more GPUs keeps the first 64 rather than writing past the per-GPU array.
+  info_.gpu_count = std::clamp(info_.gpu_count, 0, 64);
   refreshFreeMask();
 }
 
@@ -132,7 +134,8 @@ void NodeState::refreshFreeMask() {
 void NodeState::setInfo(NodeInfo info) {
   ++changes_;
   info_ = std::move(info);
-  used_milli_.assign(static_cast<size_t>(info_.gpu_count), 0);
+  info_.gpu_count = std::clamp(info_.gpu_count, 0, 64);
+  used_milli_.fill(0);
   unknown_held_ = 0;
   cpu_used_ = 0;
   memory_used_ = 0;
@@ -145,7 +148,9 @@ void NodeState::setInfo(NodeInfo info) {
       a.unknown_gpus += static_cast<int>(a.gpus.size());
       a.gpus.clear();
     }
-    for (int g : a.gpus) used_milli_[static_cast<size_t>(g)] += a.milli_per_gpu;
+    for (int g : a.gpus)
+      used_milli_[static_cast<size_t>(g)] =
+          static_cast<int16_t>(used_milli_[static_cast<size_t>(g)] + a.milli_per_gpu);
     unknown_held_ += a.unknown_gpus;
     cpu_used_ += a.cpu_milli;
     memory_used_ += a.memory_bytes;
@@ -157,12 +162,12 @@ int NodeState::wholeFreeCount() const { return std::max(0, std::popcount(fullyFr
 
 int64_t NodeState::usedMilliTotal() const {
   int64_t sum = static_cast<int64_t>(unknown_held_) * kMilliPerGpu;
-  for (int64_t u : used_milli_) sum += u;
+  for (int g = 0; g < info_.gpu_count; ++g) sum += used_milli_[static_cast<size_t>(g)];
   return std::min(sum, static_cast<int64_t>(info_.gpu_count) * kMilliPerGpu);
 }
 
 int NodeState::sharedGpuCount() const {
-  return static_cast<int>(std::count_if(used_milli_.begin(), used_milli_.end(),
+  return static_cast<int>(std::count_if(used_milli_.begin(), used_milli_.begin() + info_.gpu_count,
                                         [](int64_t u) { return u > 0 && u < kMilliPerGpu; }));
 }
 
@@ -187,7 +192,8 @@ Status NodeState::add(const Allocation& a) {
   }
   ++changes_;
   for (int g : a.gpus) {
-    used_milli_[static_cast<size_t>(g)] += a.milli_per_gpu;
+    used_milli_[static_cast<size_t>(g)] =
+        static_cast<int16_t>(used_milli_[static_cast<size_t>(g)] + a.milli_per_gpu);
     updateFreeBit(g);
   }
   unknown_held_ += a.unknown_gpus;
@@ -203,7 +209,8 @@ bool NodeState::remove(const std::string& pod_uid) {
   ++changes_;
   const Allocation& a = it->second;
   for (int g : a.gpus) {
-    used_milli_[static_cast<size_t>(g)] -= a.milli_per_gpu;
+    used_milli_[static_cast<size_t>(g)] =
+        static_cast<int16_t>(used_milli_[static_cast<size_t>(g)] - a.milli_per_gpu);
     updateFreeBit(g);
   }
   unknown_held_ -= a.unknown_gpus;

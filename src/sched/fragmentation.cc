@@ -112,8 +112,8 @@ double FragmentationCache::get(uint64_t access, int64_t cpu_left, std::span<cons
   return f;
 }
 
-std::vector<int64_t> freeMilli(const model::NodeState& node) {
-  std::vector<int64_t> out(static_cast<size_t>(node.gpuCount()));
+std::span<int64_t> freeMilliInto(const model::NodeState& node, std::span<int64_t, 64> buffer) {
+  std::span<int64_t> out = buffer.first(static_cast<size_t>(node.gpuCount()));
   for (int g = 0; g < node.gpuCount(); ++g) out[static_cast<size_t>(g)] = node.gpuFreeMilli(g);
   // GPUs held by pods whose indices are unknown are not free, whichever they are.
   int unknown = node.unknownHeld();
@@ -124,6 +124,12 @@ std::vector<int64_t> freeMilli(const model::NodeState& node) {
     }
   }
   return out;
+}
+
+std::vector<int64_t> freeMilli(const model::NodeState& node) {
+  std::array<int64_t, 64> buffer;
+  const std::span<int64_t> free = freeMilliInto(node, buffer);
+  return {free.begin(), free.end()};
 }
 
 int64_t cpuLeft(const model::NodeState& node) {

@@ -1,6 +1,7 @@
 #include "troupe/sched/node_scoring.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 
 #include "troupe/model/gpu_selection.h"
@@ -29,7 +30,8 @@ FragEval evalFragmentation(const NodeState& node, const GpuRequest& req, const S
                            uint64_t taken) {
   const RequestMix& mix = ctx.mix ? *ctx.mix : RequestMix::defaults();
   const uint64_t access = mixAccess(mix, node.info().gpu_product);
-  std::vector<int64_t> free = freeMilli(node);
+  std::array<int64_t, 64> buffer;
+  const std::span<int64_t> free = freeMilliInto(node, buffer);
   const int64_t cpu = cpuLeft(node);
   const double before = fragOf(ctx, mix, access, cpu, free);
   FragEval best;
@@ -44,7 +46,7 @@ FragEval evalFragmentation(const NodeState& node, const GpuRequest& req, const S
     }
     return best;
   }
-  for (int g : model::maskToIndices(taken)) free[static_cast<size_t>(g)] -= req.milli_per_gpu;
+  for (uint64_t m = taken; m; m &= m - 1) free[static_cast<size_t>(std::countr_zero(m))] -= req.milli_per_gpu;
   const double after = fragOf(ctx, mix, access, cpu - req.cpu_milli, free);
   best.points = fgdScore(before, after);
   best.delta = after - before;

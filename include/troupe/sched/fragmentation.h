@@ -53,6 +53,9 @@ class FragmentationCache {
 
 // The free milli-GPU of each of the node's GPUs, as F reads it.
 std::vector<int64_t> freeMilli(const model::NodeState& node);
+// The same written into `out` (nodes have at most 64 GPUs), without allocating: scoring does
+// this for thousands of nodes per request. Returns the node's part of `out`.
+std::span<int64_t> freeMilliInto(const model::NodeState& node, std::span<int64_t, 64> out);
 // The node's CPU left; nodes that do not track CPU count as having plenty.
 int64_t cpuLeft(const model::NodeState& node);
 
