@@ -308,6 +308,82 @@ TEST_CASE("binder: an answer lost after the Binding was sent", "[kube][binder][c
   }
 }
 
+TEST_CASE("binder: a Binding the pod watch never shows is read back, and the watch called stale",
+          "[kube][binder][liveness]") {
+  using Check = Binder::EchoCheck;
+  using std::chrono::milliseconds;
+  World w;
+  auto watched = [&w](const std::string& name) {
+    w.sync.podHandler().event(troupe::kube::WatchEventType::kModified, toKube(*w.api.pod("default", name)));
+  };
+  // The stream opened long before; a Binding is due 1 ms after it was created.
+  const Check soon{std::chrono::steady_clock::time_point{}, milliseconds(1)};
+
+  SECTION("the watch shows it: nothing to check") {
+    REQUIRE(w.binder.bind(w.pod("seen", 2)).isOk());
+    CHECK(w.binder.unechoedCount() == 1);
+    watched("seen");
+    CHECK(w.binder.unechoedCount() == 0);
+    std::this_thread::sleep_for(milliseconds(5));
+    const int gets = w.api.count("GET", "/pods/seen");
+    CHECK_FALSE(w.binder.reconcile(soon));
+    CHECK(w.api.count("GET", "/pods/seen") == gets);
+  }
+  SECTION("the watch shows it before the API server's answer arrives") {
+    BindingArgs b = w.pod("early", 2);
+    w.api.setHook([&](const std::string& m, const std::string& path,
+                      const std::string& body) -> std::optional<ApiReply> {
+      if (m != "POST" || path.find("/binding") == std::string::npos) return std::nullopt;
+      json p = *w.api.pod("default", "early");
+      p["spec"]["nodeName"] = json::parse(body)["target"]["name"];
+      w.api.putPod(p);
+      watched("early");
+      return replyFromHttp(201, R"({"kind":"Status","status":"Success"})");
+    });
+    REQUIRE(w.binder.bind(b).isOk());
+    CHECK(w.binder.unechoedCount() == 0);
+  }
+  SECTION("not yet due: counted from the Binding and from the stream's opening") {
+    REQUIRE(w.binder.bind(w.pod("young", 2)).isOk());
+    CHECK_FALSE(w.binder.reconcile(Check{std::chrono::steady_clock::now(), std::chrono::hours(1)}));
+    CHECK_FALSE(
+        w.binder.reconcile(Check{std::chrono::steady_clock::now() + std::chrono::hours(1), milliseconds(1)}));
+    CHECK_FALSE(w.binder.reconcile());  // no stream open: no check
+    CHECK(w.binder.unechoedCount() == 1);
+  }
+  SECTION("missed and bound: the pod is applied and the watch is stale") {
+    REQUIRE(w.binder.bind(w.pod("missed", 2)).isOk());
+    CHECK(w.sync.stats().gpu_pods == 0);  // only the watch (or a read) records bound pods
+    std::this_thread::sleep_for(milliseconds(5));
+    CHECK(w.binder.reconcile(soon));
+    CHECK(w.sync.stats().gpu_pods == 1);
+    CHECK(w.binder.unechoedCount() == 0);
+    CHECK(w.log.str().find("pod watch stale") != std::string::npos);
+    CHECK_FALSE(w.binder.reconcile(soon));  // once
+  }
+  SECTION("missed, but the pod is gone: its GPUs are freed, no verdict") {
+    REQUIRE(w.binder.bind(w.pod("gone", 2)).isOk());
+    w.api.deletePod("default", "gone");
+    std::this_thread::sleep_for(milliseconds(5));
+    CHECK_FALSE(w.binder.reconcile(soon));
+    CHECK_FALSE(w.scheduler.allocationOf("uid-gone"));
+    CHECK(w.binder.unechoedCount() == 0);
+  }
+  SECTION("the API cannot be read: asked again on the next round") {
+    REQUIRE(w.binder.bind(w.pod("later", 2)).isOk());
+    w.api.setHook(
+        [](const std::string& m, const std::string&, const std::string&) -> std::optional<ApiReply> {
+          if (m == "GET") return replyFromFailure(ApiErrorKind::kUnreachable, "connection refused");
+          return std::nullopt;
+        });
+    std::this_thread::sleep_for(milliseconds(5));
+    CHECK_FALSE(w.binder.reconcile(soon));
+    CHECK(w.binder.unechoedCount() == 1);
+    w.api.setHook(nullptr);
+    CHECK(w.binder.reconcile(soon));
+  }
+}
+
 TEST_CASE("events: rate-limited per pod and reason, and overall", "[kube][events]") {
   FakeApi api;
   std::ostringstream log;

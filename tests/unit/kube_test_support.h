@@ -7,6 +7,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -168,6 +169,8 @@ class FakeApi final : public KubeTransport {
     int status = 200;
     std::vector<std::string> lines;
     ApiErrorKind fail = ApiErrorKind::kNone;  // a transport failure after the lines
+    bool hold = false;                        // after the lines, stay open and silent until stopped
+    std::string match{};                      // serves only watches whose path contains it
   };
   void queueList(Page p) {
     std::lock_guard lock(mu_);
@@ -229,18 +232,27 @@ class FakeApi final : public KubeTransport {
   }
 
   ApiReply stream(const std::string& path, std::chrono::seconds /*idle_timeout*/,
-                  const std::function<bool(std::string&)>& on_line, StopSignal& /*stop*/) override {
+                  const std::function<bool(std::string&)>& on_line, StopSignal& stop) override {
     Stream s;
     {
       std::lock_guard lock(mu_);
       calls_.push_back({"WATCH", path, ""});
-      if (watches_.empty()) return replyFromFailure(ApiErrorKind::kUnreachable, "no watch scripted");
-      s = watches_.front();
-      watches_.pop_front();
+      auto it = std::find_if(watches_.begin(), watches_.end(),
+                             [&path](const Stream& w) { return path.find(w.match) != std::string::npos; });
+      if (it == watches_.end()) return replyFromFailure(ApiErrorKind::kUnreachable, "no watch scripted");
+      s = *it;
+      watches_.erase(it);
     }
     if (s.status != 200) return replyFromHttp(s.status, R"({"message":"scripted"})");
     for (std::string line : s.lines) {
       if (!on_line(line)) return replyFromHttp(200, "");
+    }
+    if (s.hold) {
+      // A half-dead connection: nothing more arrives, and only stopping the stream ends it,
+      // as ApiClient's cancellation does.
+      while (stop.sleepFor(std::chrono::hours(1))) {
+      }
+      return replyFromFailure(ApiErrorKind::kCancelled, "stopped");
     }
     if (s.fail != ApiErrorKind::kNone) return replyFromFailure(s.fail, "scripted failure");
     return replyFromHttp(200, "");

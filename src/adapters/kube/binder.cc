@@ -1,5 +1,6 @@
 #include "adapters/kube/binder.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <future>
 #include <nlohmann/json.hpp>
@@ -45,9 +46,14 @@ bool isNoRecord(const Status& s) {
 
 Binder::Binder(KubeTransport& api, sched::Scheduler& scheduler, ClusterSync& sync, EventRecorder* events,
                http::Logger& logger, BinderOptions options)
-    : api_(api), scheduler_(scheduler), sync_(sync), events_(events), logger_(logger), options_(options) {}
+    : api_(api), scheduler_(scheduler), sync_(sync), events_(events), logger_(logger), options_(options) {
+  sync_.onPodWatched([this](const std::string& uid) { podWatched(uid); });
+}
 
-Binder::~Binder() { stop(); }
+Binder::~Binder() {
+  stop();
+  sync_.onPodWatched(nullptr);
+}
 
 void Binder::start() {
   std::lock_guard lock(queue_mu_);
@@ -131,19 +137,48 @@ bool Binder::acquire(const JobPtr& job) {
 
 void Binder::releasePod(const std::string& uid) { scheduler_.release(uid); }
 
-void Binder::markUnconfirmed(const JobPtr& job) {
+void Binder::markSending(const JobPtr& job) {
   std::lock_guard lock(pods_mu_);
-  unconfirmed_[job->args.pod_uid] = Target{job->args.pod_namespace, job->args.pod_name, job->args.node};
+  sent_[job->args.pod_uid] =
+      Sent{Target{job->args.pod_namespace, job->args.pod_name, job->args.node}, Sent::State::kSending, {}};
 }
 
-void Binder::clearUnconfirmed(const std::string& uid) {
+void Binder::markCreated(const std::string& uid) {
   std::lock_guard lock(pods_mu_);
-  unconfirmed_.erase(uid);
+  auto it = sent_.find(uid);
+  if (it == sent_.end()) return;  // the watch showed it before the answer came
+  it->second.state = Sent::State::kCreated;
+  it->second.created = std::chrono::steady_clock::now();
+}
+
+void Binder::markUnconfirmed(const JobPtr& job) {
+  std::lock_guard lock(pods_mu_);
+  sent_[job->args.pod_uid] = Sent{
+      Target{job->args.pod_namespace, job->args.pod_name, job->args.node}, Sent::State::kUnconfirmed, {}};
+}
+
+void Binder::forgetSent(const std::string& uid) {
+  std::lock_guard lock(pods_mu_);
+  sent_.erase(uid);
+}
+
+void Binder::podWatched(const std::string& uid) {
+  // Bound or deleted as the watch shows it: ClusterSync has applied that truth, which also
+  // settles an unconfirmed binding (the reservation is replaced or released).
+  std::lock_guard lock(pods_mu_);
+  if (!sent_.empty()) sent_.erase(uid);
 }
 
 size_t Binder::unconfirmedCount() const {
   std::lock_guard lock(pods_mu_);
-  return unconfirmed_.size();
+  return static_cast<size_t>(std::count_if(
+      sent_.begin(), sent_.end(), [](const auto& e) { return e.second.state == Sent::State::kUnconfirmed; }));
+}
+
+size_t Binder::unechoedCount() const {
+  std::lock_guard lock(pods_mu_);
+  return static_cast<size_t>(std::count_if(
+      sent_.begin(), sent_.end(), [](const auto& e) { return e.second.state != Sent::State::kUnconfirmed; }));
 }
 
 ApiReply Binder::getPod(const std::string& ns, const std::string& name) {
@@ -161,7 +196,7 @@ void Binder::prepare(const JobPtr& job) {
   if (!r.ok()) {
     if (r.kind == ApiErrorKind::kNotFound) {
       releasePod(b.pod_uid);
-      clearUnconfirmed(b.pod_uid);
+      forgetSent(b.pod_uid);
       finish(job, notFound("pod " + key + " no longer exists; nothing was bound"));
       return;
     }
@@ -190,7 +225,7 @@ void Binder::prepare(const JobPtr& job) {
     }
     // Already bound here: a retry whose first answer was lost. Its GPUs are what the API says.
     sync_.applyPod(p);
-    clearUnconfirmed(b.pod_uid);
+    forgetSent(b.pod_uid);
     std::optional<model::Allocation> held = scheduler_.allocationOf(b.pod_uid);
     model::Allocation a;
     if (held) {
@@ -211,7 +246,7 @@ void Binder::prepare(const JobPtr& job) {
       held && held->node != b.node) {
     releasePod(b.pod_uid);
   }
-  clearUnconfirmed(b.pod_uid);
+  forgetSent(b.pod_uid);
   reserve(job);
 }
 
@@ -260,8 +295,10 @@ void Binder::commit(const JobPtr& job, Result<model::Allocation> reserved) {
       {"kind", "Binding"},
       {"metadata", {{"name", b.pod_name}, {"namespace", b.pod_namespace}, {"uid", b.pod_uid}}},
       {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", b.node}}}};
+  markSending(job);
   ApiReply r = api_.request("POST", path + "/binding", binding.dump());
   if (r.ok()) {
+    markCreated(b.pod_uid);
     if (events_) {
       events_->podEvent(PodRef{b.pod_namespace, b.pod_name, b.pod_uid}, "Normal", "GPUsAssigned",
                         assignmentMessage(a));
@@ -272,6 +309,7 @@ void Binder::commit(const JobPtr& job, Result<model::Allocation> reserved) {
   switch (r.kind) {
     case ApiErrorKind::kNotFound:
       releasePod(b.pod_uid);
+      forgetSent(b.pod_uid);
       finish(job, notFound("pod " + key + " was deleted before it could be bound; its GPUs are free again"));
       return;
     case ApiErrorKind::kConflict:  // already bound (perhaps by our own earlier attempt), or replaced
@@ -279,6 +317,7 @@ void Binder::commit(const JobPtr& job, Result<model::Allocation> reserved) {
     case ApiErrorKind::kTransport: verify(job, a, r.message); return;
     default:
       releasePod(b.pod_uid);
+      forgetSent(b.pod_uid);
       finish(job, toStatus(r, "create the Binding of pod " + key + " to node " + b.node));
       return;
   }
@@ -290,6 +329,7 @@ void Binder::verify(const JobPtr& job, const model::Allocation& a, const std::st
   ApiReply r = getPod(b.pod_namespace, b.pod_name);
   if (r.kind == ApiErrorKind::kNotFound) {
     releasePod(b.pod_uid);
+    forgetSent(b.pod_uid);
     finish(job, notFound("pod " + key + " was deleted while it was being bound (" + failure + ")"));
     return;
   }
@@ -310,6 +350,7 @@ void Binder::verify(const JobPtr& job, const model::Allocation& a, const std::st
   const PodView& p = pod.value();
   if (p.facts.uid == b.pod_uid && p.facts.node_name == b.node) {
     logger_.info("binding confirmed after an error", {{"pod", key}, {"node", b.node}, {"error", failure}});
+    markCreated(b.pod_uid);
     if (events_) {
       events_->podEvent(PodRef{b.pod_namespace, b.pod_name, b.pod_uid}, "Normal", "GPUsAssigned",
                         assignmentMessage(a));
@@ -318,6 +359,7 @@ void Binder::verify(const JobPtr& job, const model::Allocation& a, const std::st
     return;
   }
   releasePod(b.pod_uid);
+  forgetSent(b.pod_uid);
   if (p.facts.uid == b.pod_uid && p.bound()) sync_.applyPod(p);  // bound elsewhere: count the truth
   std::string why = p.facts.uid != b.pod_uid ? "the pod was replaced by another of the same name"
                     : p.bound()              ? "it is bound to node " + p.facts.node_name
@@ -353,22 +395,40 @@ Binder::JobPtr Binder::takeNextLocked(const std::string& uid) {
   return next;
 }
 
-void Binder::reconcile() {
+bool Binder::reconcile(std::optional<EchoCheck> echo) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point now = Clock::now();
+  auto overdue = [&](const Sent& sent) {
+    return echo && echo->timeout.count() > 0 && sent.state == Sent::State::kCreated &&
+           now - std::max(sent.created, echo->stream_opened) >= echo->timeout;
+  };
   std::vector<std::pair<std::string, Target>> todo;
   {
     std::lock_guard lock(pods_mu_);
-    for (const auto& [uid, t] : unconfirmed_) {
-      if (!busy_.count(uid)) todo.emplace_back(uid, t);
+    for (const auto& [uid, sent] : sent_) {
+      if (!busy_.count(uid) && (sent.state == Sent::State::kUnconfirmed || overdue(sent))) {
+        todo.emplace_back(uid, sent.target);
+      }
     }
   }
+  bool missed = false;
   for (const auto& [uid, t] : todo) {
+    Sent::State state = Sent::State::kSending;
+    Clock::time_point created;
     {
       std::lock_guard lock(pods_mu_);
-      if (busy_.count(uid) || !unconfirmed_.count(uid)) continue;
+      auto it = sent_.find(uid);
+      if (busy_.count(uid) || it == sent_.end()) continue;  // being bound again, or watched meanwhile
+      state = it->second.state;
+      created = it->second.created;
+      // One missed Binding is enough: the relist that follows brings the others.
+      if (state == Sent::State::kCreated && missed) continue;
       busy_.emplace(uid, std::deque<JobPtr>{});
     }
+    // The same reading settles both: the pod as the API has it now is the truth.
     ApiReply r = getPod(t.ns, t.name);
     bool settled = false;
+    bool bound = false;
     if (r.kind == ApiErrorKind::kNotFound) {
       releasePod(uid);
       settled = true;
@@ -377,25 +437,41 @@ void Binder::reconcile() {
       Result<PodView> pod = doc.isOk() ? decodePod(doc.value()) : Result<PodView>(doc.status());
       if (pod.isOk()) {
         const PodView& p = pod.value();
-        if (p.facts.uid == uid && p.bound()) {
-          sync_.applyPod(p);  // bound: what the API says replaces the reservation (usually the same)
+        bound = p.facts.uid == uid && p.bound();
+        if (bound) {
+          sync_.applyPod(p);  // what the API says replaces the reservation (usually the same)
         } else {
           releasePod(uid);
         }
         settled = true;
-        logger_.info("unconfirmed binding settled",
-                     {{"pod", t.ns + "/" + t.name},
-                      {"bound", p.facts.uid == uid && p.bound() ? p.facts.node_name : "no"}});
+        if (state == Sent::State::kUnconfirmed) {
+          logger_.info("unconfirmed binding settled",
+                       {{"pod", t.ns + "/" + t.name}, {"bound", bound ? p.facts.node_name : "no"}});
+        }
+      } else if (state == Sent::State::kCreated) {
+        settled = true;  // unreadable: no verdict on the watch, and nothing to retry
       }
+    }
+    if (settled && bound && state == Sent::State::kCreated) {
+      // Kubernetes delivers a pod's change to its watchers within milliseconds; this long
+      // without it, the stream is open but dead.
+      missed = true;
+      logger_.warn(
+          "pod watch stale: a binding Troupe made is bound in the API but the watch has not shown it",
+          {{"pod", t.ns + "/" + t.name},
+           {"node", t.node},
+           {"seconds_since_binding",
+            std::to_string(std::chrono::duration<double>(Clock::now() - created).count())}});
     }
     JobPtr next;
     {
       std::lock_guard lock(pods_mu_);
-      if (settled) unconfirmed_.erase(uid);
+      if (settled) sent_.erase(uid);
       next = takeNextLocked(uid);
     }
     if (next) enqueue([this, next] { prepare(next); });
   }
+  return missed;
 }
 
 }  // namespace troupe::kube

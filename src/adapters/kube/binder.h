@@ -17,6 +17,10 @@
 // read: kept if it is bound there, released otherwise. So a pod that was bound never has its
 // GPUs handed out in the meantime.
 //
+// Every Binding sent is also tracked until the pod watch shows the pod bound (or deleted): a
+// created Binding the watch has not shown for a while means the watch is stale (open but
+// silent). reconcile() then reads the pod, applies it, and tells the caller to relist.
+//
 // Binds run on the binder's own worker threads, never on the HTTP server's, and a gang
 // member waiting at its barrier holds no thread.
 #pragma once
@@ -66,9 +70,19 @@ class Binder final : public http::PodBinder {
   // The same, waiting for the answer (tests). Without start() it runs on this thread.
   Result<model::Allocation> bind(const http::BindingArgs& args);
 
-  // Settles unconfirmed reservations whose pod can be read now. Call it every few seconds.
-  void reconcile();
+  // Watch liveness: how long a created Binding may go unseen by the pod watch, counted from
+  // the Binding or from when the current watch stream was opened, whichever is later.
+  struct EchoCheck {
+    std::chrono::steady_clock::time_point stream_opened;
+    std::chrono::milliseconds timeout;
+  };
+  // Settles unconfirmed reservations whose pod can be read now. With `echo`, also reads the
+  // pods of created Bindings the watch has not shown in time: true when one of them is bound
+  // (the watch missed it; the pod is applied from the read). Call it every few seconds.
+  bool reconcile(std::optional<EchoCheck> echo = std::nullopt);
   size_t unconfirmedCount() const;
+  // Bindings sent or created that the pod watch has not shown yet.
+  size_t unechoedCount() const;
 
  private:
   struct Job {
@@ -81,6 +95,17 @@ class Binder final : public http::PodBinder {
   using JobPtr = std::shared_ptr<Job>;
   struct Target {
     std::string ns, name, node;
+  };
+  // A Binding this binder sent, until the pod watch shows its pod bound or deleted.
+  struct Sent {
+    enum class State {
+      kSending,      // no answer yet
+      kUnconfirmed,  // it may or may not exist: reconcile() settles it
+      kCreated,      // the API server created it at `created`
+    };
+    Target target;
+    State state = State::kSending;
+    std::chrono::steady_clock::time_point created;
   };
 
   void enqueue(std::function<void()> task);
@@ -97,8 +122,12 @@ class Binder final : public http::PodBinder {
   void finish(const JobPtr& job, Result<model::Allocation> result);
   bool acquire(const JobPtr& job);  // false: parked until the pod's current bind finishes
   void releasePod(const std::string& uid);
+  // Before the Binding is sent, so a watch event that beats the answer is not missed.
+  void markSending(const JobPtr& job);
+  void markCreated(const std::string& uid);
   void markUnconfirmed(const JobPtr& job);
-  void clearUnconfirmed(const std::string& uid);
+  void forgetSent(const std::string& uid);
+  void podWatched(const std::string& uid);  // from ClusterSync, on the pod watcher's thread
   ApiReply getPod(const std::string& ns, const std::string& name);
 
   KubeTransport& api_;
@@ -114,9 +143,9 @@ class Binder final : public http::PodBinder {
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 
-  mutable std::mutex pods_mu_;                                // guards busy_ and unconfirmed_
+  mutable std::mutex pods_mu_;                                // guards busy_ and sent_
   std::unordered_map<std::string, std::deque<JobPtr>> busy_;  // pod uid -> binds waiting for it
-  std::unordered_map<std::string, Target> unconfirmed_;
+  std::unordered_map<std::string, Sent> sent_;                // pod uid -> its Binding
 };
 
 }  // namespace troupe::kube

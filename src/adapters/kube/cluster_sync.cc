@@ -66,6 +66,11 @@ void ClusterSync::onSynced(std::function<void()> callback) {
   on_synced_ = std::move(callback);
 }
 
+void ClusterSync::onPodWatched(std::function<void(const std::string&)> callback) {
+  std::lock_guard lock(mu_);
+  on_pod_watched_ = std::move(callback);
+}
+
 void ClusterSync::maybeSynced() {
   std::function<void()> cb;
   {
@@ -239,7 +244,10 @@ void ClusterSync::PodHandler::endList() {
 void ClusterSync::PodHandler::event(WatchEventType type, const Json& object) {
   if (type == WatchEventType::kDeleted) {
     const std::string uid = uidOf(object);
-    if (!uid.empty()) sync_.deletePod(uid);
+    if (uid.empty()) return;
+    std::lock_guard lock(sync_.mu_);
+    sync_.forgetPodLocked(uid);
+    if (sync_.on_pod_watched_) sync_.on_pod_watched_(uid);
     return;
   }
   Result<PodView> pod = decodePod(object);
@@ -247,7 +255,9 @@ void ClusterSync::PodHandler::event(WatchEventType type, const Json& object) {
     sync_.logger_.warn("pod skipped", {{"pod", nameOf(object)}, {"error", pod.status().message()}});
     return;
   }
-  sync_.applyPod(pod.value());
+  std::lock_guard lock(sync_.mu_);
+  sync_.applyPodLocked(pod.value());
+  if (pod.value().bound() && sync_.on_pod_watched_) sync_.on_pod_watched_(pod.value().facts.uid);
 }
 
 // ---- nodes -------------------------------------------------------------------------------

@@ -58,6 +58,10 @@ class ClusterSync {
   bool synced() const { return nodesSynced() && podsSynced(); }
   // Called once, from the watcher thread that completes the first sync of both resources.
   void onSynced(std::function<void()> callback);
+  // Called with a pod's uid whenever the pod watch (or a pod list) shows the pod bound or
+  // deleted: the binder's evidence that the watch delivers its bindings. Runs on the pod
+  // watcher's thread, under this object's lock: it must not call back into it.
+  void onPodWatched(std::function<void(const std::string& uid)> callback);
 
   struct Stats {
     size_t nodes = 0;
@@ -128,6 +132,7 @@ class ClusterSync {
   uint32_t node_generation_ = 0;
   uint64_t conflicts_ = 0;
   std::function<void()> on_synced_;
+  std::function<void(const std::string&)> on_pod_watched_;
   bool synced_reported_ = false;
 
   std::atomic<bool> nodes_synced_{false};

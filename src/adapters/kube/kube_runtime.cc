@@ -69,17 +69,21 @@ void KubeRuntime::start(std::function<void()> on_ready) {
   pods.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
   pods.page_size = options_.page_size;
   pods.timeout_seconds = options_.watch_timeout_seconds;
-  threads_.emplace_back([this, pods, uniform = makeUniform()] {
+  pod_watcher_ = std::make_unique<Watcher>(api_, pods, sync_.podHandler(), logger_, makeUniform(), metrics_);
+  threads_.emplace_back([this] {
     // Pods after nodes, so the first list finds every pod's node known.
     while (!sync_.nodesSynced() && !stop_.stopped()) stop_.sleepFor(std::chrono::milliseconds(20));
-    Watcher w(api_, pods, sync_.podHandler(), logger_, uniform, metrics_);
-    w.run(stop_);
+    pod_watcher_->run(stop_);
   });
 
   threads_.emplace_back([this] {
     auto last_stats = std::chrono::steady_clock::now();
     while (stop_.sleepFor(options_.reconcile_every)) {
-      binder_.reconcile();
+      // Only while a watch stream is open: a list or a backoff is not a silent watch.
+      std::optional<Binder::EchoCheck> echo;
+      if (auto since = pod_watcher_->watchingSince())
+        echo = Binder::EchoCheck{*since, options_.watch_echo_timeout};
+      if (binder_.reconcile(echo)) pod_watcher_->relistNow("stale");
       if (metrics_) {
         const ClusterSync::Stats s = sync_.stats();
         metrics_->kubeCachedObjects("nodes", static_cast<double>(s.nodes));
@@ -94,6 +98,7 @@ void KubeRuntime::start(std::function<void()> on_ready) {
                                        {"orphan_pods", std::to_string(s.orphan_pods)},
                                        {"annotation_conflicts", std::to_string(s.conflicts)},
                                        {"unconfirmed_bindings", std::to_string(binder_.unconfirmedCount())},
+                                       {"unwatched_bindings", std::to_string(binder_.unechoedCount())},
                                        {"events_posted", std::to_string(events_.posted())}});
       }
     }
@@ -106,6 +111,7 @@ void KubeRuntime::stop() {
     if (t.joinable()) t.join();
   }
   threads_.clear();
+  pod_watcher_.reset();
   binder_.stop();
   events_.stop();
 }

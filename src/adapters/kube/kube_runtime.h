@@ -1,10 +1,13 @@
 // Troupe with a Kubernetes API: the Node and Pod watches feeding the scheduling core, the
 // binder kube-scheduler's bind verb uses, the event recorder (also for the core's gang
 // notices: GangPlanned, GangWaiting, GangTimedOut on member pods), the PodGroup reader, and a
-// housekeeping thread that settles unconfirmed bindings. Readiness is reported once both watches have
-// completed their first full list (nodes first, then pods, so every pod finds its node).
+// housekeeping thread that settles unconfirmed bindings and checks that the pod watch is alive
+// (a Binding Troupe made must show up on it; when it does not, the watch is ended and the pods
+// listed again). Readiness is reported once both watches have completed their first full list
+// (nodes first, then pods, so every pod finds its node).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <random>
@@ -28,9 +31,13 @@ struct KubeOptions {
   BinderOptions binder;
   PodGroupOptions pod_groups;
   EventOptions events;
-  int watch_timeout_seconds = 300;
+  int watch_timeout_seconds = 300;  // sent as timeoutSeconds (+0-25%): the server ends each watch
   int page_size = 500;
-  std::chrono::seconds reconcile_every{2};
+  std::chrono::milliseconds reconcile_every{2000};
+  // Watch liveness: a Binding Troupe created that the pod watch has not shown this long after
+  // it (and after the stream opened) makes Troupe read the pod; if it is bound, the watch is
+  // stale: ended and the pods listed again. 0 turns the check off.
+  std::chrono::milliseconds watch_echo_timeout{10000};
   std::chrono::seconds stats_every{60};
 };
 
@@ -53,6 +60,8 @@ class KubeRuntime {
   ClusterSync& sync() { return sync_; }
   EventRecorder& events() { return events_; }
   PodGroupCache& podGroups() { return pod_groups_; }
+  // The pod watcher, while started.
+  Watcher* podWatcher() { return pod_watcher_.get(); }
 
  private:
   std::function<double()> makeUniform();
@@ -69,6 +78,7 @@ class KubeRuntime {
   EventRecorder events_;
   PodGroupCache pod_groups_;
   Binder binder_;
+  std::unique_ptr<Watcher> pod_watcher_;  // reached by the housekeeping thread's liveness check
   StopSignal stop_;
   std::vector<std::thread> threads_;
 };

@@ -48,8 +48,45 @@ void Watcher::synced() {
   if (metrics_) metrics_->kubeSynced(config_.name);
 }
 
-void Watcher::restarted(const char* reason) {
+void Watcher::restarted(const std::string& reason) {
   if (metrics_) metrics_->kubeWatchRestart(config_.name, reason);
+}
+
+void Watcher::relistNow(std::string reason) {
+  std::shared_ptr<StopSignal> open;
+  {
+    std::lock_guard lock(abort_mu_);
+    relist_reason_ = std::move(reason);
+    open = stream_stop_;
+  }
+  // The same path as stopping Troupe: the request's cancellation closes the connection, so a
+  // read blocked on a silent stream returns at once.
+  if (open) open->stop();
+}
+
+std::optional<Clock::time_point> Watcher::watchingSince() const {
+  std::lock_guard lock(abort_mu_);
+  if (!stream_stop_) return std::nullopt;
+  return stream_since_;
+}
+
+bool Watcher::takeRelistRequest() {
+  std::string reason;
+  {
+    std::lock_guard lock(abort_mu_);
+    reason.swap(relist_reason_);
+  }
+  if (reason.empty()) return false;
+  relisting(reason);
+  return true;
+}
+
+void Watcher::relisting(const std::string& reason) {
+  ++stats_.requested;
+  logger_.warn("watch restarted: listing again",
+               {{"resource", config_.name}, {"reason", reason}, {"resourceVersion", resource_version_}});
+  resource_version_.clear();
+  restarted(reason);
 }
 
 std::string Watcher::query(bool watch, int timeout_seconds) const {
@@ -75,6 +112,11 @@ bool Watcher::list(StopSignal& stop) {
   size_t count = 0;
   const auto start = Clock::now();
   if (stats_.lists > 0 && metrics_) metrics_->kubeRelist(config_.name);
+  {
+    // A list that begins now answers any relistNow() asked for before it.
+    std::lock_guard lock(abort_mu_);
+    relist_reason_.clear();
+  }
   // Before the first request, so that whatever the handler learns from now on (from other
   // threads too) counts as part of this list, which is at least as new.
   handler_.beginList();
@@ -179,9 +221,31 @@ bool Watcher::watch(StopSignal& stop) {
     handler_.event(t, *object);
     return !stop.stopped();
   };
-  ApiReply reply = api_.stream(path, std::chrono::seconds(timeout_seconds + 30), on_line, stop);
+  // The stream gets its own stop signal, so relistNow() can end it without stopping the
+  // watcher; the caller's stop ends it too.
+  auto stream_stop = std::make_shared<StopSignal>();
+  bool asked_before = false;
+  {
+    std::lock_guard lock(abort_mu_);
+    asked_before = !relist_reason_.empty();
+    if (!asked_before) {
+      stream_stop_ = stream_stop;
+      stream_since_ = start;
+    }
+  }
+  if (asked_before) return takeRelistRequest();  // while no stream was open: list now
+  const uint64_t forward = stop.subscribe([stream_stop] { stream_stop->stop(); });
+  ApiReply reply = api_.stream(path, std::chrono::seconds(timeout_seconds + 30), on_line, *stream_stop);
+  stop.unsubscribe(forward);
+  {
+    std::lock_guard lock(abort_mu_);
+    stream_stop_.reset();
+  }
   const bool lasted = Clock::now() - start >= std::chrono::seconds(1);
-  if (reply.kind == ApiErrorKind::kCancelled || stop.stopped()) return false;
+  if (stop.stopped()) return false;
+  // Whatever the stream delivered before it was ended is applied; the list brings the rest.
+  if (takeRelistRequest()) return true;
+  if (reply.kind == ApiErrorKind::kCancelled) return false;
   if (gone || reply.kind == ApiErrorKind::kGone) {
     ++stats_.gone;
     logger_.info("watch resourceVersion expired (410 Gone); listing again",

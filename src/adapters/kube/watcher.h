@@ -11,6 +11,8 @@
 //      list again from scratch.
 //   4. Any other failure: wait with capped exponential backoff and jitter (0.5 s doubling to
 //      30 s, each wait a random point in its upper half), then resume.
+//   5. relistNow() from another thread (the runtime's liveness check found the watch silent
+//      although the resource changed): the open stream is ended and the next step lists.
 //
 // Runs on its own thread until stop; the handler is called from that thread only. With
 // metrics, it reports when its cache was last current, relists and watch restarts.
@@ -18,6 +20,9 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "adapters/http/logger.h"
@@ -69,8 +74,9 @@ struct WatchStats {
   uint64_t watches = 0;  // watch requests that got a 200
   uint64_t events = 0;
   uint64_t bookmarks = 0;
-  uint64_t gone = 0;      // 410s that forced a relist
-  uint64_t failures = 0;  // failed requests (backed off)
+  uint64_t gone = 0;       // 410s that forced a relist
+  uint64_t failures = 0;   // failed requests (backed off)
+  uint64_t requested = 0;  // relists asked for by relistNow()
 };
 
 class Watcher {
@@ -86,6 +92,13 @@ class Watcher {
   // False when the step failed (run() would back off).
   bool step(StopSignal& stop);
 
+  // Thread-safe. Ends the open watch stream, if any, and makes the next step list again (a
+  // stream that is silent but not closed would otherwise last until its timeout); counted as a
+  // watch restart with `reason`.
+  void relistNow(std::string reason);
+  // Thread-safe. When the open watch request was sent; nullopt while listing or backing off.
+  std::optional<std::chrono::steady_clock::time_point> watchingSince() const;
+
   const std::string& resourceVersion() const { return resource_version_; }
   const WatchStats& stats() const { return stats_; }
   Backoff& backoff() { return backoff_; }
@@ -94,8 +107,12 @@ class Watcher {
   bool list(StopSignal& stop);
   bool watch(StopSignal& stop);
   std::string query(bool watch, int timeout_seconds) const;
+  // Takes a pending relistNow() request; when there is one, forgets the resourceVersion (the
+  // next step lists), counts and logs the restart, and returns true.
+  bool takeRelistRequest();
+  void relisting(const std::string& reason);
   void synced();
-  void restarted(const char* reason);
+  void restarted(const std::string& reason);
 
   KubeTransport& api_;
   WatchConfig config_;
@@ -106,6 +123,11 @@ class Watcher {
   std::string resource_version_;
   WatchStats stats_;
   metrics::Metrics* metrics_;
+
+  mutable std::mutex abort_mu_;  // guards the three below, which relistNow() reaches from other threads
+  std::shared_ptr<StopSignal> stream_stop_;  // the open stream's: stopping it ends only the stream
+  std::chrono::steady_clock::time_point stream_since_;
+  std::string relist_reason_;  // asked for by relistNow(), not acted on yet
 };
 
 }  // namespace troupe::kube

@@ -109,7 +109,8 @@ Metrics::Metrics(const std::string& version)
       kube_watch_restarts_(prometheus::BuildCounter()
                                .Name("troupe_kube_watch_restarts_total")
                                .Help("Watches that ended and were reopened, by reason: closed (server "
-                                     "timeout), gone (410, relist), error.")
+                                     "timeout), gone (410, relist), error, stale (open but silent: a "
+                                     "binding Troupe made did not show up; relist).")
                                .Register(*registry_)),
       kube_api_calls_(prometheus::BuildCounter()
                           .Name("troupe_kube_api_requests_total")
@@ -203,7 +204,7 @@ void Metrics::observeGangEvents(const sched::Scheduler::GangEvents& events) {
 void Metrics::enableKube() {
   for (const char* resource : {"nodes", "pods"}) {
     kube_relists_.Add({{"resource", resource}});
-    for (const char* reason : {"closed", "gone", "error"}) {
+    for (const char* reason : {"closed", "gone", "error", "stale"}) {
       kube_watch_restarts_.Add({{"resource", resource}, {"reason", reason}});
     }
     kube_cached_.Add({{"resource", resource}});
