@@ -233,7 +233,11 @@ FilterResult Scheduler::filterSingleLocked(const GpuRequest& req, const std::vec
   std::vector<const model::NodeState*> found(node_names.size(), nullptr);
   index_.findAll(node_names, found);
   out.passed.reserve(node_names.size());
-  if (passed_nodes) passed_nodes->reserve(node_names.size());
+  if (passed_nodes) {
+    // Narrowing follows: nearly every candidate ends in FailedNodes.
+    passed_nodes->reserve(node_names.size());
+    out.failed.reserve(node_names.size());
+  }
   // Each distinct misfit is worded once per call (the model misfit once per GPU product), and
   // rejections are counted per misfit, then added to the category map at the end.
   constexpr NodeReasons::ReasonId kUnworded = ~NodeReasons::ReasonId{0};

@@ -571,7 +571,10 @@ TEST_CASE("scheduler: re-learning unchanged facts keeps the node; any changed fa
 
 TEST_CASE("scheduler: concurrent filter/prioritize/reserve/release never double-allocates",
           "[scheduler][concurrency]") {
-  Scheduler s = makeScheduler();
+  // Narrowing too: its ScoreMemo is written by concurrent filters under the shared lock.
+  SchedulerConfig config;
+  config.narrow_to_best = GENERATE(false, true);
+  Scheduler s(config);
   const std::vector<std::string> names = {"h1", "h2", "v100", "bridged"};
   addNode(s, gpuNode("h1", 8));
   addNode(s, gpuNode("h2", 8));
