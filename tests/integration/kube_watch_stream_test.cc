@@ -19,8 +19,11 @@
 #include "adapters/http/logger.h"
 #include "adapters/kube/api_client.h"
 #include "adapters/kube/watcher.h"
+#include "support/wait.h"
 
 namespace {
+
+using troupe::testing::waitFor;
 
 using Clock = std::chrono::steady_clock;
 using troupe::kube::Json;
@@ -139,16 +142,6 @@ struct Events final : troupe::kube::WatchHandler {
     return names.size();
   }
 };
-
-template <typename F>
-bool waitFor(F done, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
-  const auto until = Clock::now() + limit;
-  while (!done()) {
-    if (Clock::now() > until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
 
 }  // namespace
 

@@ -11,8 +11,11 @@
 #include "adapters/kube/watcher.h"
 #include "adapters/metrics/metrics.h"
 #include "kube_test_support.h"
+#include "support/wait.h"
 
 namespace {
+
+using troupe::testing::waitFor;
 
 using nlohmann::json;
 using troupe::kube::ApiReply;
@@ -48,17 +51,6 @@ double value(const std::string& text, const std::string& series) {
   const size_t at = text.find("\n" + series + " ");
   if (at == std::string::npos) return -1;
   return std::stod(text.substr(at + series.size() + 2));
-}
-
-// Polls `done` every few milliseconds for up to `limit`.
-template <typename F>
-bool waitFor(F done, std::chrono::milliseconds limit = std::chrono::milliseconds(3000)) {
-  const auto until = Clock::now() + limit;
-  while (!done()) {
-    if (Clock::now() > until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
 }
 
 }  // namespace
