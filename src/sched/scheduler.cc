@@ -473,6 +473,9 @@ ClusterSummary Scheduler::summary() const {
     std::lock_guard lock(pending_mu_);
     s.pending = static_cast<int>(pending_.size());
   }
+  const ScoreMemo::Stats memo = score_memo_.stats();
+  s.scores_remembered = memo.hits;
+  s.scores_computed = memo.misses;
   std::shared_lock lock(mu_);
   std::map<std::string, ClusterSummary::Row> rows;
   for (const auto& [name, node] : nodes_) {

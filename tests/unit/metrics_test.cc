@@ -63,3 +63,28 @@ TEST_CASE("metrics: per-node GPU gauges follow allocations and nodes that leave"
   CHECK(text.find("node=\"h2\"") == std::string::npos);
   CHECK(value(text, nodeSeries("a1", a100, "total")) == 4);
 }
+
+TEST_CASE("metrics: narrowing's remembered and computed node scores are counted", "[metrics]") {
+  troupe::sched::SchedulerConfig config;
+  config.narrow_to_best = true;
+  troupe::sched::Scheduler scheduler{config};
+  for (const char* n : {"n1", "n2", "n3"}) REQUIRE(scheduler.upsertNode(gpuNode(n, 8)).isOk());
+  troupe::metrics::Metrics metrics("test");
+  const std::string remembered = "troupe_filter_node_scores_total{source=\"remembered\"}";
+  const std::string computed = "troupe_filter_node_scores_total{source=\"computed\"}";
+  metrics.refreshCluster(scheduler.summary());
+  CHECK(value(metrics.serialize(), remembered) == 0);
+  CHECK(value(metrics.serialize(), computed) == 0);
+
+  // The first pod of a shape scores all three nodes; the next one of that shape reuses them.
+  REQUIRE(scheduler.filter(gpuPod("a", 2), {"n1", "n2", "n3"}).passed.size() == 1);
+  metrics.refreshCluster(scheduler.summary());
+  CHECK(value(metrics.serialize(), computed) == 3);
+  REQUIRE(scheduler.filter(gpuPod("b", 2), {"n1", "n2", "n3"}).passed.size() == 1);
+  // A refresh adds only what is new since the last one.
+  metrics.refreshCluster(scheduler.summary());
+  metrics.refreshCluster(scheduler.summary());
+  const std::string text = metrics.serialize();
+  CHECK(value(text, computed) == 3);
+  CHECK(value(text, remembered) == 3);
+}

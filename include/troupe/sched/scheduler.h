@@ -120,6 +120,10 @@ struct ClusterSummary {
   // GPUs that are free but sit on nodes with fewer free GPUs than the common request sizes
   // (per product: free GPUs that cannot serve the largest size seen among 1, 2, 4, 8).
   int fragmented_gpus = 0;
+  // narrowTo: best, since the start: node values reused from an earlier filter call
+  // (ScoreMemo) and values computed.
+  uint64_t scores_remembered = 0;
+  uint64_t scores_computed = 0;
 };
 
 class Scheduler {

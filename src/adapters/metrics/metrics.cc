@@ -97,6 +97,13 @@ Metrics::Metrics(const std::string& version)
                      .Help("GPUs of one node in Troupe's model, by state: total, allocated (GPU-equivalents "
                            "held, shares counted in thousandths), shared (GPUs split between pods).")
                      .Register(*registry_)),
+      node_scores_(prometheus::BuildCounter()
+                       .Name("troupe_filter_node_scores_total")
+                       .Help("Node values filter ranked for narrowTo: best, by source: remembered from an "
+                             "earlier call for the same pod shape and node state, or computed.")
+                       .Register(*registry_)),
+      scores_remembered_(node_scores_.Add({{"source", "remembered"}})),
+      scores_computed_(node_scores_.Add({{"source", "computed"}})),
       kube_last_sync_(prometheus::BuildGauge()
                           .Name("troupe_kube_last_sync_timestamp_seconds")
                           .Help("Unix time when Troupe's cache of a resource was last known current (list "
@@ -194,6 +201,15 @@ void Metrics::refreshCluster(const sched::ClusterSummary& s) {
   draining_nodes_.Set(s.gangs.draining_nodes);
   pending_.Set(s.pending);
   pods_.Set(s.pods);
+  // The Scheduler counts from its start; the counters take what is new since the last refresh.
+  if (s.scores_remembered > scores_remembered_seen_) {
+    scores_remembered_.Increment(static_cast<double>(s.scores_remembered - scores_remembered_seen_));
+    scores_remembered_seen_ = s.scores_remembered;
+  }
+  if (s.scores_computed > scores_computed_seen_) {
+    scores_computed_.Increment(static_cast<double>(s.scores_computed - scores_computed_seen_));
+    scores_computed_seen_ = s.scores_computed;
+  }
 }
 
 void Metrics::observeGangEvents(const sched::Scheduler::GangEvents& events) {

@@ -73,6 +73,9 @@ class Metrics {
   prometheus::Histogram& gang_admit_seconds_;
   prometheus::Counter& gang_timeouts_;
   prometheus::Family<prometheus::Gauge>& node_gpus_;
+  prometheus::Family<prometheus::Counter>& node_scores_;
+  prometheus::Counter& scores_remembered_;
+  prometheus::Counter& scores_computed_;
   prometheus::Family<prometheus::Gauge>& kube_last_sync_;
   prometheus::Family<prometheus::Counter>& kube_relists_;
   prometheus::Family<prometheus::Counter>& kube_watch_restarts_;
@@ -87,6 +90,9 @@ class Metrics {
   };
   std::mutex cluster_mu_;                                    // refreshCluster replaces label sets as a whole
   std::unordered_map<std::string, NodeSeries> node_series_;  // guarded by cluster_mu_
+  // The Scheduler's running totals last added to the score counters; guarded by cluster_mu_.
+  uint64_t scores_remembered_seen_ = 0;
+  uint64_t scores_computed_seen_ = 0;
 };
 
 }  // namespace troupe::metrics
