@@ -131,7 +131,7 @@ node_table = {
 }
 panels.append(node_table)
 
-row("Troupe health: Kubernetes API and caches", 67)
+row("Troupe health: caches and the Kubernetes API", 67)
 panel("Cache age by resource",
       [(f"time() - max by (resource) ({m('troupe_kube_last_sync_timestamp_seconds')})", "{{resource}}")],
       0, 68, w=8, unit="s",
@@ -148,9 +148,15 @@ panel("Relists and watch restarts",
            "gone; error). Steady relists or errors mean the API server or the network is struggling.")
 panel("API server calls by verb and code",
       [(f"sum by (verb, code) (rate({m('troupe_kube_api_requests_total')}[{R}]))", "{{verb}} {{code}}")],
-      0, 76, w=24, unit="reqps",
+      0, 76, w=12, unit="reqps",
       desc="Troupe's calls to the Kubernetes API server per second. Errors: code not 2xx (409 on a bind: "
            "someone else bound the pod; 403: RBAC; Unreachable / ConnectionLost: no response).")
+panel("Filter narrowing: node scores",
+      [(f"sum by (source) (rate({m('troupe_filter_node_scores_total')}[{R}]))", "{{source}}")],
+      12, 76, w=12, stack=True,
+      desc="With filter narrowTo: best, node values ranked per second: remembered from an earlier call for the "
+           "same pod shape and node state, or computed. Mostly computed means many new pod shapes or a "
+           "churning cluster, and slower filter calls.")
 
 dashboard = {
     "title": "Troupe", "uid": "troupe", "tags": ["troupe", "scheduler", "gpu"],
