@@ -24,6 +24,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
@@ -710,10 +711,10 @@ LoopbackRun measureLoopback(const Options& o) {
   LoopbackRun run;
   run.nodes = 1000;
   run.names_per_request = 16;
-  // Never freed: ExtenderServer::stop() does not wait for request handlers that cpprestsdk has
-  // already queued, so a handler could still be running on this scheduler after stop(). The
-  // client drains its answers before returning, and this keeps even a straggler safe.
-  Service& service = *new Service(run.nodes, o);
+  // Outlives the server (declared first): ExtenderServer::stop() drains, so no handler runs
+  // on this scheduler once the server is stopped and destroyed.
+  const auto owned = std::make_unique<Service>(run.nodes, o);
+  Service& service = *owned;
   const std::string pod =
       makePodObject("llm-pretrain-7b-0-x8q4t", "3c9a6f1e-7b2d-4e8a-9f10-2a6b5c4d8e71", 4, false).dump();
   std::vector<std::string> bodies;
