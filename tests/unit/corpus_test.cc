@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -61,17 +62,14 @@ std::vector<std::string> strings(const Json& array) {
 
 // A scheduler that knows the fleet the corpus was recorded against, and nothing bound: what
 // standalone Troupe knew during the e2e run (kube-scheduler binds; Troupe is not told).
-troupe::sched::Scheduler& fleetScheduler() {
-  static troupe::sched::Scheduler* sched = [] {
-    auto* s = new troupe::sched::Scheduler(troupe::sched::SchedulerConfig{});
-    auto nodes = troupe::config::loadCluster(corpusDir() + "/cluster.yaml");
-    INFO(nodes.status().message());
-    REQUIRE(nodes.isOk());
-    REQUIRE(nodes.value().size() == 16);
-    for (const auto& n : nodes.value()) REQUIRE(s->upsertNode(n).isOk());
-    return s;
-  }();
-  return *sched;
+std::unique_ptr<troupe::sched::Scheduler> fleetScheduler() {
+  auto s = std::make_unique<troupe::sched::Scheduler>(troupe::sched::SchedulerConfig{});
+  auto nodes = troupe::config::loadCluster(corpusDir() + "/cluster.yaml");
+  INFO(nodes.status().message());
+  REQUIRE(nodes.isOk());
+  REQUIRE(nodes.value().size() == 16);
+  for (const auto& n : nodes.value()) REQUIRE(s->upsertNode(n).isOk());
+  return s;
 }
 
 std::string productOf(const std::string& node) {
@@ -190,7 +188,8 @@ TEST_CASE("corpus: filter and prioritize bodies decode to what index.json says",
 }
 
 TEST_CASE("corpus: Troupe's filter on the real bodies, and its encoded answer", "[wire][corpus]") {
-  auto& sched = fleetScheduler();
+  const auto owned = fleetScheduler();
+  auto& sched = *owned;
   struct Case {
     const char* file;
     const char* rejected_because;  // the reason every rejected node gets
@@ -248,7 +247,8 @@ TEST_CASE("corpus: Troupe's filter on the real bodies, and its encoded answer", 
 }
 
 TEST_CASE("corpus: Troupe's scores for the real prioritize bodies", "[wire][corpus]") {
-  auto& sched = fleetScheduler();
+  const auto owned = fleetScheduler();
+  auto& sched = *owned;
   for (const char* file : {"prioritize-nvlink.json", "prioritize-gpu-memory.json"}) {
     INFO(file);
     auto args = decodeArgs(file);
@@ -276,7 +276,8 @@ TEST_CASE("corpus: Troupe's scores for the real prioritize bodies", "[wire][corp
 }
 
 TEST_CASE("corpus: preempt bodies decode, and Troupe keeps or vetoes the candidates", "[wire][corpus]") {
-  auto& sched = fleetScheduler();
+  const auto owned = fleetScheduler();
+  auto& sched = *owned;
   struct Case {
     const char* file;
     bool kept;  // does Troupe agree to evict the victims?
