@@ -35,12 +35,4 @@ int bestByValue(const std::vector<const model::NodeState*>& nodes, std::span<con
   return best;
 }
 
-int bestNode(const PolicyConfig& policy, const std::vector<const model::NodeState*>& nodes,
-             const GpuRequest& req, const ScoreContext& context) {
-  if (nodes.size() == 1) return 0;  // a lone feasible node is taken without scoring
-  std::vector<double> values(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) values[i] = nodeValue(policy, *nodes[i], req, context);
-  return bestByValue(nodes, values);
-}
-
 }  // namespace troupe::sched

@@ -19,16 +19,13 @@ namespace troupe::sched {
 // scattering them, and it is stable across calls and restarts.
 uint64_t nodeTieRank(std::string_view name);
 
-// Index into `nodes` of the policy's best node for `req`, or -1 when `nodes` is empty. Every
-// node must fit the pod (checkNode). The random policy ranks by unitScore's hash of the node
-// and its load instead: there is no random stream on the live path.
-int bestNode(const PolicyConfig& policy, const std::vector<const model::NodeState*>& nodes,
-             const GpuRequest& req, const ScoreContext& context);
-
-// What bestNode compares for one node: NodeScore's value (unitScore's hash for random).
+// What the policy ranks a node by for `req`: NodeScore's value. The node must fit the pod
+// (findMisfit). The random policy ranks by unitScore's hash of the node and its load instead:
+// there is no random stream on the live path.
 double nodeValue(const PolicyConfig& policy, const model::NodeState& node, const GpuRequest& req,
                  const ScoreContext& context);
-// bestNode's choice given every node's nodeValue (values[i] for nodes[i]).
+// Index into `nodes` of the best node given every node's nodeValue (values[i] for nodes[i]),
+// or -1 when `nodes` is empty.
 int bestByValue(const std::vector<const model::NodeState*>& nodes, std::span<const double> values);
 
 }  // namespace troupe::sched

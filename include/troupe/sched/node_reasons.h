@@ -39,7 +39,6 @@ class NodeReasons {
   bool contains(std::string_view node) const { return findEntry(node) != nullptr; }
   // The node's reason; throws std::out_of_range naming the node when it was not rejected.
   const std::string& at(std::string_view node) const;
-  const std::string& reason(ReasonId id) const { return reasons_[id]; }
   const std::vector<std::string>& reasons() const { return reasons_; }
 
   struct Entry {

@@ -37,7 +37,7 @@ using Clock = std::chrono::steady_clock;
 struct SchedulerConfig {
   PolicyConfig policy;
   size_t max_pending_pods = 100000;  // pods remembered between filter and bind
-  // Filter passes only the policy's best node (bestNode), the rest fail with "a better-placed
+  // Filter passes only the policy's best node (bestByValue), the rest fail with "a better-placed
   // node exists". kube-scheduler takes a lone feasible node without scoring, so Troupe's
   // choice is not diluted by the 0..10 extender scale, its weight or the in-tree scores.
   bool narrow_to_best = false;

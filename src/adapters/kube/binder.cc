@@ -157,6 +157,11 @@ void Binder::markUnconfirmed(const JobPtr& job) {
       Target{job->args.pod_namespace, job->args.pod_name, job->args.node}, Sent::State::kUnconfirmed, {}};
 }
 
+void Binder::abandon(const std::string& uid) {
+  releasePod(uid);
+  forgetSent(uid);
+}
+
 void Binder::forgetSent(const std::string& uid) {
   std::lock_guard lock(pods_mu_);
   sent_.erase(uid);
@@ -195,8 +200,7 @@ void Binder::prepare(const JobPtr& job) {
   ApiReply r = getPod(b.pod_namespace, b.pod_name);
   if (!r.ok()) {
     if (r.kind == ApiErrorKind::kNotFound) {
-      releasePod(b.pod_uid);
-      forgetSent(b.pod_uid);
+      abandon(b.pod_uid);
       finish(job, notFound("pod " + key + " no longer exists; nothing was bound"));
       return;
     }
@@ -308,16 +312,14 @@ void Binder::commit(const JobPtr& job, Result<model::Allocation> reserved) {
   }
   switch (r.kind) {
     case ApiErrorKind::kNotFound:
-      releasePod(b.pod_uid);
-      forgetSent(b.pod_uid);
+      abandon(b.pod_uid);
       finish(job, notFound("pod " + key + " was deleted before it could be bound; its GPUs are free again"));
       return;
     case ApiErrorKind::kConflict:  // already bound (perhaps by our own earlier attempt), or replaced
     case ApiErrorKind::kServer:    // may have been stored
     case ApiErrorKind::kTransport: verify(job, a, r.message); return;
     default:
-      releasePod(b.pod_uid);
-      forgetSent(b.pod_uid);
+      abandon(b.pod_uid);
       finish(job, toStatus(r, "create the Binding of pod " + key + " to node " + b.node));
       return;
   }
@@ -328,8 +330,7 @@ void Binder::verify(const JobPtr& job, const model::Allocation& a, const std::st
   const std::string key = b.pod_namespace + "/" + b.pod_name;
   ApiReply r = getPod(b.pod_namespace, b.pod_name);
   if (r.kind == ApiErrorKind::kNotFound) {
-    releasePod(b.pod_uid);
-    forgetSent(b.pod_uid);
+    abandon(b.pod_uid);
     finish(job, notFound("pod " + key + " was deleted while it was being bound (" + failure + ")"));
     return;
   }
@@ -358,8 +359,7 @@ void Binder::verify(const JobPtr& job, const model::Allocation& a, const std::st
     finish(job, a);
     return;
   }
-  releasePod(b.pod_uid);
-  forgetSent(b.pod_uid);
+  abandon(b.pod_uid);
   if (p.facts.uid == b.pod_uid && p.bound()) sync_.applyPod(p);  // bound elsewhere: count the truth
   std::string why = p.facts.uid != b.pod_uid ? "the pod was replaced by another of the same name"
                     : p.bound()              ? "it is bound to node " + p.facts.node_name

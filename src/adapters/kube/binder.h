@@ -127,6 +127,9 @@ class Binder final : public http::PodBinder {
   void markCreated(const std::string& uid);
   void markUnconfirmed(const JobPtr& job);
   void forgetSent(const std::string& uid);
+  // The pod is not bound and no Binding of it is outstanding: its GPUs go back and the watch
+  // is not expected to show it.
+  void abandon(const std::string& uid);
   void podWatched(const std::string& uid);  // from ClusterSync, on the pod watcher's thread
   ApiReply getPod(const std::string& ns, const std::string& name);
 
