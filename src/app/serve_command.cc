@@ -185,6 +185,9 @@ int serveCommand(const std::vector<std::string>& args) {
   sched_config.policy = cfg.policy;
   sched_config.narrow_to_best = cfg.narrow_to_best;
   sched_config.topology_levels = cfg.topology_levels;
+  sched_config.gang_timeout = cfg.gang_timeout;
+  sched_config.gang_max_timeout = cfg.gang_max_timeout;
+  sched_config.max_gangs = cfg.max_gangs;
   sched::Scheduler scheduler(sched_config);
   if (flags.cluster) {
     Result<std::vector<model::NodeFacts>> nodes = config::loadCluster(*flags.cluster);

@@ -1,7 +1,8 @@
 // The Scheduler's gang bookkeeping: plan a gang whole, hold its GPUs, steer each member to its
 // slot, release all members together at the bind barrier, and give everything back when the
-// barrier times out or nobody claims the plan. Holds are ordinary allocations on the nodes
-// (uid "gang-hold/<gang>#<slot>"), so every other placement sees those GPUs as taken.
+// barrier times out, nobody claims the plan, or the gang's pods are gone. Holds are ordinary
+// allocations on the nodes (uid "gang-hold/<gang>@<incarnation>#<slot>"), so every other
+// placement sees those GPUs as taken. The lifecycle is written down in docs/gang-lifecycle.md.
 #include <algorithm>
 #include <set>
 
@@ -10,16 +11,20 @@
 namespace troupe::sched {
 namespace {
 
-std::string holdUid(const std::string& gang, size_t slot) {
-  return "gang-hold/" + gang + "#" + std::to_string(slot);
+std::string holdUid(const std::string& gang, uint64_t incarnation, size_t slot) {
+  return "gang-hold/" + gang + "@" + std::to_string(incarnation) + "#" + std::to_string(slot);
 }
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+int64_t wholeSeconds(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::seconds>(d).count();
+}
+
 // "gang ns/g is planned whole: 8 members on 4 nodes (a x2, b x2, ...), ...": the Event a member
 // gets when it is steered to its slot.
 std::string planMessage(const std::string& gang, const std::vector<GangSlot>& slots, const GangSlot& mine,
-                        std::chrono::milliseconds timeout) {
+                        const GangSpec& spec) {
   std::vector<std::pair<std::string, int>> per_node;  // in plan order
   size_t gpus = 0;
   for (const GangSlot& s : slots) {
@@ -43,11 +48,12 @@ std::string planMessage(const std::string& gang, const std::vector<GangSlot>& sl
          std::to_string(per_node.size()) + " node" + (per_node.size() == 1 ? "" : "s") + " (" + nodes +
          "), " + std::to_string(gpus) + " GPUs reserved for it; this pod goes to node " + mine.node +
          " (GPUs " + mine_gpus + "); binds wait until every member reaches bind, at most " +
-         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout).count()) +
-         "s (troupe.dev/gang-timeout)";
+         std::to_string(wholeSeconds(spec.timeout)) + "s (troupe.dev/gang-timeout" +
+         (spec.timeout_capped ? ", capped at Troupe's configured maximum" : "") + ")";
 }
 
-// Stale bookkeeping is dropped after this long without a member being seen.
+// A gang none of whose members holds GPUs and that nobody filtered for this long is dropped:
+// a backstop for pods whose deletion Troupe never heard of (standalone, or a watch outage).
 constexpr auto kForgetAfter = std::chrono::minutes(10);
 
 }  // namespace
@@ -85,6 +91,11 @@ void Scheduler::notify(const std::vector<GangNotice>& notices) const {
   for (const GangNotice& n : notices) observer(n);
 }
 
+void Scheduler::deliver(std::vector<GangNotice> notices, std::vector<Completion> completions) const {
+  notify(notices);
+  for (Completion& c : completions) c.first(std::move(c.second));
+}
+
 void Scheduler::noticeLocked(GangNotice::Kind kind, const std::string& uid, const std::string& key,
                              const std::string& gang, std::string message) {
   // Bounded: nobody may be draining them (a stalled observer must not grow memory).
@@ -93,8 +104,10 @@ void Scheduler::noticeLocked(GangNotice::Kind kind, const std::string& uid, cons
   GangNotice n;
   n.kind = kind;
   n.pod_uid = uid;
-  n.pod_ns = key.substr(0, slash);
-  n.pod_name = slash == std::string::npos ? key : key.substr(slash + 1);
+  if (!key.empty()) {
+    n.pod_ns = key.substr(0, slash);
+    n.pod_name = slash == std::string::npos ? key : key.substr(slash + 1);
+  }
   n.gang = gang;
   n.message = std::move(message);
   notices_.push_back(std::move(n));
@@ -102,71 +115,256 @@ void Scheduler::noticeLocked(GangNotice::Kind kind, const std::string& uid, cons
 
 bool Scheduler::aheadOf(const Gang& a, const Gang& b) const {
   if (a.priority != b.priority) return a.priority > b.priority;
-  return a.arrival < b.arrival;
+  return a.incarnation < b.incarnation;
+}
+
+bool Scheduler::activeLocked(const Gang& g) const {
+  return g.filtered && now() - g.last_seen <= config_.gang_active_window;
 }
 
 std::string Scheduler::drainOwner(const std::string& node) const {
-  for (const auto& [key, g] : gangs_) {
-    if (g.admitted || !g.slots.empty()) continue;
-    if (std::find(g.drain_nodes.begin(), g.drain_nodes.end(), node) != g.drain_nodes.end()) return key;
-  }
-  return "";
+  auto it = drained_.find(node);
+  if (it == drained_.end()) return "";
+  auto g = gangs_.find(it->second);
+  // A gang nobody filters lately keeps nothing free (tick() also lifts its drain).
+  if (g == gangs_.end() || !activeLocked(g->second)) return "";
+  return it->second;
 }
 
-Scheduler::Gang& Scheduler::gangFor(const PodFacts& pod, const GpuRequest& req, const GangSpec& spec) {
-  auto [it, created] = gangs_.try_emplace(spec.key);
+void Scheduler::setDrainLocked(Gang& g, std::vector<std::string> nodes) {
+  for (const std::string& n : g.drain_nodes) {
+    auto it = drained_.find(n);
+    if (it != drained_.end() && it->second == g.spec.key) drained_.erase(it);
+  }
+  g.drain_nodes.clear();
+  for (std::string& n : nodes) {
+    if (drained_.try_emplace(n, g.spec.key).second) g.drain_nodes.push_back(std::move(n));
+  }
+}
+
+// ---- membership ----------------------------------------------------------------------------
+
+Scheduler::Gang& Scheduler::joinLocked(const std::string& uid, const std::string& key,
+                                       std::vector<Completion>* out) {
+  if (auto mg = member_gang_.find(uid); mg != member_gang_.end() && mg->second != key) {
+    leaveLocked(uid, "pod now belongs to gang " + key, out);  // its gang annotation changed
+  }
+  auto [it, created] = gangs_.try_emplace(key);
   Gang& g = it->second;
-  const Clock::time_point t = now();
   if (created) {
+    g.spec.key = key;
+    g.incarnation = ++gang_incarnations_;
+    g.first_seen = g.last_seen = now();
+  }
+  if (!uid.empty() && g.members.try_emplace(uid, false).second) member_gang_[uid] = key;
+  return g;
+}
+
+void Scheduler::leaveLocked(const std::string& uid, const std::string& why, std::vector<Completion>* out) {
+  auto mg = member_gang_.find(uid);
+  if (mg == member_gang_.end()) return;
+  auto it = gangs_.find(mg->second);
+  member_gang_.erase(mg);
+  if (it == gangs_.end()) return;
+  Gang& g = it->second;
+  if (auto m = g.members.find(uid); m != g.members.end()) {
+    if (m->second) --g.bound;
+    g.members.erase(m);
+  }
+  for (auto w = g.waiting.begin(); w != g.waiting.end();) {
+    if (w->uid == uid) {
+      out->emplace_back(std::move(w->done), failedPrecondition(why));
+      w = g.waiting.erase(w);
+    } else {
+      ++w;
+    }
+  }
+  for (GangSlot& s : g.slots) {
+    if (s.member_uid == uid) s.member_uid.clear();  // the next member takes it
+  }
+  if (g.members.empty()) {
+    endGangLocked(it, out);
+  } else if (!g.pending()) {
+    releasePlanLocked(g, "", out);  // nobody left to claim it: a new member is planned afresh
+    setDrainLocked(g, {});
+  } else {
+    checkPlanLocked(g, out);
+  }
+}
+
+void Scheduler::checkPlanLocked(Gang& g, std::vector<Completion>* out) {
+  // A plan is made for the members missing then (minimum - bound). A bound member gone since
+  // means the plan would now release fewer than the minimum: plan again instead.
+  if (!g.slots.empty() && static_cast<int>(g.slots.size()) < g.spec.min_member - g.bound) {
+    releasePlanLocked(
+        g, "gang " + g.spec.key + " lost a bound member; it is planned afresh for the members now missing",
+        out);
+  }
+}
+
+void Scheduler::setBoundLocked(const std::string& uid, bool bound, std::vector<Completion>* out) {
+  auto mg = member_gang_.find(uid);
+  if (mg == member_gang_.end()) return;
+  auto it = gangs_.find(mg->second);
+  if (it == gangs_.end()) return;
+  auto m = it->second.members.find(uid);
+  if (m == it->second.members.end() || m->second == bound) return;
+  m->second = bound;
+  it->second.bound += bound ? 1 : -1;
+  if (!bound && out) checkPlanLocked(it->second, out);
+}
+
+std::map<std::string, Scheduler::Gang>::iterator Scheduler::endGangLocked(
+    std::map<std::string, Gang>::iterator it, std::vector<Completion>* out) {
+  Gang& g = it->second;
+  for (Waiter& w : g.waiting) {
+    out->emplace_back(std::move(w.done),
+                      failedPrecondition("gang " + g.spec.key + " ended: none of its pods is left"));
+  }
+  g.waiting.clear();
+  releasePlanLocked(g, "", out);
+  setDrainLocked(g, {});
+  for (const auto& [uid, bound] : g.members) member_gang_.erase(uid);
+  if (g.filtered) noticeLocked(GangNotice::Kind::kEnded, "", "", g.spec.key, "");
+  return gangs_.erase(it);
+}
+
+bool Scheduler::deletedPod(const std::string& uid) const { return deleted_.count(uid) > 0; }
+
+void Scheduler::forgetPod(const std::string& pod_uid) {
+  if (pod_uid.empty()) return;
+  {
+    std::lock_guard lock(pending_mu_);
+    pending_.erase(pod_uid);
+    if (deleted_.insert(pod_uid).second) {
+      deleted_order_.push_back(pod_uid);
+      while (deleted_order_.size() > config_.max_deleted_pods) {
+        deleted_.erase(deleted_order_.front());
+        deleted_order_.pop_front();
+      }
+    }
+  }
+  {
+    std::shared_lock lock(mu_);
+    if (!member_gang_.count(pod_uid)) return;  // most pods are in no gang: no exclusive lock
+  }
+  std::vector<Completion> completions;
+  std::vector<GangNotice> notices;
+  {
+    std::unique_lock lock(mu_);
+    leaveLocked(pod_uid, "pod was deleted while its bind waited at the gang barrier", &completions);
+    notices.swap(notices_);
+  }
+  deliver(std::move(notices), std::move(completions));
+}
+
+std::vector<Scheduler::GangView> Scheduler::gangs() const {
+  std::shared_lock lock(mu_);
+  std::vector<GangView> out;
+  for (const auto& [key, g] : gangs_) {
+    GangView v;
+    v.key = key;
+    v.incarnation = g.incarnation;
+    v.state = !g.filtered        ? GangView::State::kDormant
+              : !g.slots.empty() ? GangView::State::kPlanned
+              : g.admitted()     ? GangView::State::kAdmitted
+                                 : GangView::State::kWaiting;
+    v.min_member = g.filtered ? g.spec.min_member : 0;
+    v.members = static_cast<int>(g.members.size());
+    v.bound = g.bound;
+    for (const GangSlot& s : g.slots) {
+      v.held_gpus += static_cast<int>(s.gpus.size());
+      v.held_by_node[s.node] += static_cast<int>(s.gpus.size());
+    }
+    v.last_reason = g.last_reason;
+    v.waiting_binds = static_cast<int>(g.waiting.size());
+    for (const auto& [uid, bound] : g.members) v.member_uids.push_back(uid);
+    std::sort(v.member_uids.begin(), v.member_uids.end());
+    for (const std::string& n : g.drain_nodes) {
+      if (drainOwner(n) == key) v.drained_nodes.push_back(n);
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+// ---- planning --------------------------------------------------------------------------------
+
+Scheduler::Gang* Scheduler::gangFor(const PodFacts& pod, const GpuRequest& req, const GangSpec& spec_in,
+                                    std::string* refused, std::vector<Completion>* out) {
+  if (!gangs_.count(spec_in.key) && gangs_.size() >= config_.max_gangs) {
+    *refused = "troupe: Troupe already tracks " + std::to_string(gangs_.size()) +
+               " gangs (its configured maximum); gang " + spec_in.key +
+               " is considered once others have ended";
+    return nullptr;
+  }
+  GangSpec spec = spec_in;
+  if (spec.timeout > config_.gang_max_timeout) {
+    spec.timeout = config_.gang_max_timeout;
+    spec.timeout_capped = true;
+  }
+  Gang& g = joinLocked(pod.uid, spec.key, out);
+  if (!g.filtered) {
+    g.filtered = true;
     g.spec = spec;
     g.request = req;
     g.priority = pod.priority;
-    g.arrival = ++gang_arrivals_;
-    g.first_seen = t;
-  } else if (!g.admitted && (g.spec.min_member != spec.min_member || g.request.gpus != req.gpus ||
-                             g.request.milli_per_gpu != req.milli_per_gpu ||
-                             g.request.topology_required != req.topology_required ||
-                             g.request.topology_preferred != req.topology_preferred)) {
-    // The gang changed shape while waiting: its old plan is worthless. Waiters keep waiting
-    // for the new size (or time out).
-    releasePlanLocked(g);
+  } else if (!g.admitted() && (g.spec.min_member != spec.min_member || g.request.gpus != req.gpus ||
+                               g.request.milli_per_gpu != req.milli_per_gpu ||
+                               g.request.topology_required != req.topology_required ||
+                               g.request.topology_preferred != req.topology_preferred)) {
+    // The gang changed shape while waiting: its old plan is worthless, and so are binds
+    // parked for it.
+    releasePlanLocked(
+        g,
+        "gang " + spec.key + " changed its size or request; its plan was released and it is planned afresh",
+        out);
     g.spec = spec;
     g.request = req;
   } else {
     g.spec.timeout = spec.timeout;
+    g.spec.timeout_capped = spec.timeout_capped;
   }
   g.priority = std::max(g.priority, pod.priority);
-  g.last_seen = t;
-  if (!pod.uid.empty()) g.members.insert(pod.uid);
-  return g;
+  g.last_seen = now();
+  return &g;
 }
 
 bool Scheduler::planLocked(Gang& g, const std::vector<std::string>& candidates, std::string* reason,
-                           bool* never) {
-  std::vector<const model::NodeState*> nodes;
+                           bool* never, std::vector<Completion>* out) {
+  std::vector<const model::NodeState*> nodes, with_drained;
   nodes.reserve(candidates.size());
+  std::string kept_for;  // a gang that keeps some of the candidates free
   for (const std::string& name : candidates) {
     auto it = nodes_.find(name);
     if (it == nodes_.end()) continue;
+    with_drained.push_back(&it->second);
     const std::string owner = drainOwner(name);
-    if (!owner.empty() && owner != g.spec.key) continue;  // kept free for another gang
+    if (!owner.empty() && owner != g.spec.key) {
+      kept_for = owner;
+      continue;  // kept free for another gang
+    }
     nodes.push_back(&it->second);
   }
-  // Members already bound (e.g. before a restart) count towards the minimum.
-  int bound = 0;
-  for (const auto& [name, node] : nodes_) {
-    for (const auto& [uid, a] : node.allocations()) bound += a.gang == g.spec.key ? 1 : 0;
-  }
-  const int need = std::max(0, g.spec.min_member - bound);
+  // Members holding their GPUs (bound, e.g. before a restart) count towards the minimum.
+  const int need = std::max(0, g.spec.min_member - g.bound);
   GangPlanResult plan = planGang(nodes, g.request, need, g.spec.key, config_.topology_levels);
   if (plan.slots.empty() && need > 0) {
     *reason = plan.reason;
     *never = plan.never_fits;
+    if (plan.never_fits && !kept_for.empty() &&
+        !planGang(with_drained, g.request, need, g.spec.key, config_.topology_levels).never_fits) {
+      // Counting the nodes kept free for another gang it could fit one day: not "never".
+      *never = false;
+      *reason = "troupe: gang " + g.spec.key +
+                " cannot be placed now: nodes it needs are kept free for gang " + kept_for +
+                ", which has waited longer";
+    }
     return false;
   }
   for (size_t i = 0; i < plan.slots.size(); ++i) {
     model::Allocation hold;
-    hold.pod_uid = holdUid(g.spec.key, i);
+    hold.pod_uid = holdUid(g.spec.key, g.incarnation, i);
     hold.pod_key = "gang " + g.spec.key;
     hold.node = plan.slots[i].node;
     hold.gpus = plan.slots[i].gpus;
@@ -175,33 +373,44 @@ bool Scheduler::planLocked(Gang& g, const std::vector<std::string>& candidates, 
       // Cannot happen: the plan was made on these very nodes under this lock.
       g.slots = plan.slots;
       g.slots.resize(i);
-      releasePlanLocked(g);
+      releasePlanLocked(g, "troupe: internal error holding GPUs for gang " + g.spec.key, out);
       *reason = "troupe: internal error holding GPUs for gang " + g.spec.key + ": " + s.message();
       return false;
     }
   }
   g.slots = std::move(plan.slots);
-  g.drain_nodes.clear();
-  g.admitted = need == 0;
+  setDrainLocked(g, {});
   return true;
 }
 
-void Scheduler::releasePlanLocked(Gang& g) {
+void Scheduler::releasePlanLocked(Gang& g, const std::string& why, std::vector<Completion>* out) {
+  // Binds parked at the barrier wait for slots of this plan: with it gone they fail now
+  // (kube-scheduler retries them and the gang is planned afresh), never half-released later.
+  for (Waiter& w : g.waiting) out->emplace_back(std::move(w.done), failedPrecondition(why));
+  g.waiting.clear();
   for (size_t i = 0; i < g.slots.size(); ++i) {
-    if (g.slots[i].bound) continue;
-    if (auto it = nodes_.find(g.slots[i].node); it != nodes_.end()) it->second.remove(holdUid(g.spec.key, i));
+    if (auto it = nodes_.find(g.slots[i].node); it != nodes_.end())
+      it->second.remove(holdUid(g.spec.key, g.incarnation, i));
   }
   g.slots.clear();
 }
 
 FilterResult Scheduler::filterGangLocked(const PodFacts& pod, const GpuRequest& req, const GangSpec& spec,
-                                         const std::vector<std::string>& node_names) {
-  Gang& g = gangFor(pod, req, spec);
-  if (g.admitted) {
+                                         const std::vector<std::string>& node_names,
+                                         std::vector<Completion>* completions) {
+  FilterResult out;
+  std::string refused;
+  Gang* found = gangFor(pod, req, spec, &refused, completions);
+  if (!found) {
+    out.failed.addAll(node_names, refused);
+    out.categories["gang"] += static_cast<int>(node_names.size());
+    return out;
+  }
+  Gang& g = *found;
+  if (g.admitted()) {
     // Members beyond the minimum, once the gang runs: best effort, like any pod.
     return filterSingleLocked(req, node_names, g.spec.key);
   }
-  FilterResult out;
   auto failAll = [&](const std::string& reason, bool unresolvable, const char* category) {
     (unresolvable ? out.unresolvable : out.failed).addAll(node_names, reason);
     out.categories[category] += static_cast<int>(node_names.size());
@@ -216,18 +425,23 @@ FilterResult Scheduler::filterGangLocked(const PodFacts& pod, const GpuRequest& 
     // nothing held, so two gangs never split the cluster. Gangs on other nodes do not block.
     const std::set<std::string> mine(node_names.begin(), node_names.end());
     for (auto& [key, other] : gangs_) {
-      if (&other == &g || other.admitted || !other.slots.empty()) continue;
-      if (now() - other.last_seen > config_.gang_active_window || !aheadOf(other, g)) continue;
+      if (&other == &g || other.admitted() || !other.pending() || !other.slots.empty() ||
+          !activeLocked(other))
+        continue;
+      if (!aheadOf(other, g)) continue;
       std::vector<const model::NodeState*> theirs;
       bool shared = false;
       for (const std::string& name : other.candidates) {
         auto it = nodes_.find(name);
         if (it == nodes_.end()) continue;
-        theirs.push_back(&it->second);
         shared = shared || mine.count(name) > 0;
+        // As planLocked would see them: nodes kept free for a third gang are not theirs.
+        const std::string owner = drainOwner(name);
+        if (owner.empty() || owner == key) theirs.push_back(&it->second);
       }
-      if (shared && !planGang(theirs, other.request, other.spec.min_member, key, config_.topology_levels)
-                         .slots.empty()) {
+      const int their_need = std::max(0, other.spec.min_member - other.bound);
+      if (shared &&
+          !planGang(theirs, other.request, their_need, key, config_.topology_levels).slots.empty()) {
         return failAll("troupe: gang " + g.spec.key + " waits its turn behind gang " + key +
                            " (higher priority or earlier)",
                        false, "gang");
@@ -235,14 +449,14 @@ FilterResult Scheduler::filterGangLocked(const PodFacts& pod, const GpuRequest& 
     }
     std::string reason;
     bool never = false;
-    if (!planLocked(g, node_names, &reason, &never)) {
+    if (!planLocked(g, node_names, &reason, &never, completions)) {
       if (!never && now() - g.first_seen > config_.gang_starvation) {
         // Starved: keep the nodes it needs free of new pods until enough GPUs free up there,
         // as batch schedulers do with backfill reservations. Only the head of the line drains.
         bool head = true;
         for (const auto& [key, other] : gangs_) {
-          if (&other != &g && !other.admitted && other.slots.empty() &&
-              now() - other.last_seen <= config_.gang_active_window && aheadOf(other, g)) {
+          if (&other != &g && !other.admitted() && other.pending() && other.slots.empty() &&
+              activeLocked(other) && aheadOf(other, g)) {
             head = false;
           }
         }
@@ -257,18 +471,23 @@ FilterResult Scheduler::filterGangLocked(const PodFacts& pod, const GpuRequest& 
             if (a->wholeFreeCount() != b->wholeFreeCount()) return a->wholeFreeCount() > b->wholeFreeCount();
             return a->info().name < b->info().name;
           });
+          const int need = std::max(0, g.spec.min_member - g.bound);
+          std::vector<std::string> drain;
           int capacity = 0;
           for (const model::NodeState* n : by_free) {
-            if (capacity >= g.spec.min_member) break;
-            g.drain_nodes.push_back(n->info().name);
-            capacity += req.gpus > 0 ? n->gpuCount() / req.gpus : g.spec.min_member;
+            if (capacity >= need) break;
+            const std::string owner = drainOwner(n->info().name);
+            if (!owner.empty() && owner != g.spec.key) continue;
+            drain.push_back(n->info().name);
+            capacity += req.gpus > 0 ? n->gpuCount() / req.gpus : need;
           }
+          setDrainLocked(g, std::move(drain));
         }
       }
       return failAll(reason, never, "gang");
     }
   }
-  if (g.admitted) return filterSingleLocked(req, node_names, g.spec.key);
+  if (g.admitted()) return filterSingleLocked(req, node_names, g.spec.key);
 
   // Steer the member to its slot: the one it already has, else a free slot on a candidate.
   const std::set<std::string> candidates(node_names.begin(), node_names.end());
@@ -276,33 +495,44 @@ FilterResult Scheduler::filterGangLocked(const PodFacts& pod, const GpuRequest& 
   for (GangSlot& slot : g.slots) {
     if (slot.member_uid == pod.uid) mine = &slot;
   }
-  if (mine && !candidates.count(mine->node) && !mine->bound) {
+  const bool parked =
+      std::any_of(g.waiting.begin(), g.waiting.end(), [&](const Waiter& w) { return w.uid == pod.uid; });
+  if (mine && !candidates.count(mine->node)) {
+    if (parked) {
+      // Its bind already waits at the barrier for that node: the slot stays its own.
+      return failAll("troupe: gang member " + pod.key() + " already waits to be bound to node " + mine->node,
+                     false, "gang");
+    }
     mine->member_uid.clear();  // kube-scheduler no longer offers that node: pick another slot
     mine = nullptr;
   }
   if (!mine) {
     for (GangSlot& slot : g.slots) {
-      if (slot.member_uid.empty() && !slot.bound && candidates.count(slot.node)) {
+      if (slot.member_uid.empty() && candidates.count(slot.node)) {
         slot.member_uid = pod.uid;
         mine = &slot;
         noticeLocked(GangNotice::Kind::kPlanned, pod.uid, pod.key(), g.spec.key,
-                     planMessage(g.spec.key, g.slots, slot, g.spec.timeout));
+                     planMessage(g.spec.key, g.slots, slot, g.spec));
         break;
       }
     }
   }
   if (!mine) {
-    bool any_free = std::any_of(g.slots.begin(), g.slots.end(),
-                                [](const GangSlot& s) { return s.member_uid.empty() && !s.bound; });
+    bool any_free =
+        std::any_of(g.slots.begin(), g.slots.end(), [](const GangSlot& s) { return s.member_uid.empty(); });
     if (any_free) {
       // Its free slots are on nodes this member cannot use: plan again next time.
-      releasePlanLocked(g);
+      releasePlanLocked(g,
+                        "gang " + g.spec.key +
+                            " is re-planned: a member cannot use the nodes of its plan; "
+                            "kube-scheduler retries this pod",
+                        completions);
       return failAll(
           "troupe: gang " + g.spec.key + " was planned on nodes this member cannot use; re-planning", false,
           "gang");
     }
-    return failAll("troupe: gang " + g.spec.key + " already has its " + std::to_string(g.spec.min_member) +
-                       " members planned; extra members are placed once it runs",
+    return failAll("troupe: gang " + g.spec.key + " already has its " + std::to_string(g.slots.size()) +
+                       " missing members planned; extra members are placed once it runs",
                    false, "gang");
   }
   const NodeReasons::ReasonId elsewhere =
@@ -318,6 +548,8 @@ FilterResult Scheduler::filterGangLocked(const PodFacts& pod, const GpuRequest& 
   return out;
 }
 
+// ---- the bind barrier ----------------------------------------------------------------------
+
 void Scheduler::bind(const std::string& pod_uid, const std::string& pod_ns, const std::string& pod_name,
                      const std::string& node, BindCallback done) {
   const std::optional<Pending> pending = pendingOf(pod_uid);
@@ -330,7 +562,8 @@ void Scheduler::bind(const std::string& pod_uid, const std::string& pod_ns, cons
   std::vector<GangNotice> notices;
   {
     std::unique_lock lock(mu_);
-    auto g_it = gangs_.find(pending->gang);
+    auto mg = member_gang_.find(pod_uid);
+    auto g_it = mg == member_gang_.end() ? gangs_.end() : gangs_.find(mg->second);
     if (auto held = pod_node_.find(pod_uid); held != pod_node_.end()) {
       // A retried bind of a member that was already released through the barrier.
       auto n = nodes_.find(held->second);
@@ -341,12 +574,17 @@ void Scheduler::bind(const std::string& pod_uid, const std::string& pod_ns, cons
             std::move(done), failedPrecondition("pod " + key + " already holds GPUs on node " + held->second +
                                                 ", not " + node));
       }
-    } else if (g_it == gangs_.end() || g_it->second.admitted) {
+    } else if (g_it == gangs_.end()) {
+      completions.emplace_back(
+          std::move(done), failedPrecondition("gang member " + key + " belongs to no live gang (its gang " +
+                                              pending->gang + " ended); it will be planned again"));
+    } else if (g_it->second.admitted()) {
       Result<model::Allocation> a = reserveLocked(pod_uid, key, node, pending->request);
       if (a.isOk()) {
-        a.value().gang = pending->gang;
+        a.value().gang = g_it->first;
         nodes_.at(node).remove(pod_uid);
         (void)nodes_.at(node).add(a.value());
+        setBoundLocked(pod_uid, true, nullptr);
       }
       completions.emplace_back(std::move(done), std::move(a));
     } else {
@@ -365,31 +603,42 @@ void Scheduler::bind(const std::string& pod_uid, const std::string& pod_ns, cons
                                  failedPrecondition("Troupe planned gang member " + key + " on node " +
                                                     slot->node + ", not " + node));
       } else {
-        g.waiting.erase(std::remove_if(g.waiting.begin(), g.waiting.end(),
-                                       [&](const Waiter& w) { return w.uid == pod_uid; }),
-                        g.waiting.end());
+        for (auto w = g.waiting.begin(); w != g.waiting.end();) {
+          if (w->uid == pod_uid) {
+            // A retry replaces the earlier call, which kube-scheduler no longer waits for.
+            completions.emplace_back(
+                std::move(w->done),
+                failedPrecondition("bind of " + key + " was retried; this call is superseded"));
+            w = g.waiting.erase(w);
+          } else {
+            ++w;
+          }
+        }
         if (g.waiting.empty()) g.barrier_deadline = now() + g.spec.timeout;
         g.waiting.push_back(Waiter{pod_uid, key, node, std::move(done)});
-        int bound = 0;
-        for (const GangSlot& s : g.slots) bound += s.bound ? 1 : 0;
-        const int missing = static_cast<int>(g.slots.size()) - static_cast<int>(g.waiting.size()) - bound;
+        int missing = 0;
+        for (const GangSlot& s : g.slots) {
+          missing += std::none_of(g.waiting.begin(), g.waiting.end(),
+                                  [&](const Waiter& w) { return w.uid == s.member_uid; })
+                         ? 1
+                         : 0;
+        }
         if (missing > 0) {
-          noticeLocked(
-              GangNotice::Kind::kWaiting, pod_uid, key, g.spec.key,
-              "waiting at the bind barrier of gang " + g.spec.key + " for " + std::to_string(missing) +
-                  " more of " + std::to_string(g.slots.size()) +
-                  " members; all are bound together once they arrive, or all fail " +
-                  std::to_string(
-                      std::chrono::duration_cast<std::chrono::seconds>(g.barrier_deadline - now()).count()) +
-                  "s from now (troupe.dev/gang-timeout)");
+          noticeLocked(GangNotice::Kind::kWaiting, pod_uid, key, g.spec.key,
+                       "waiting at the bind barrier of gang " + g.spec.key + " for " +
+                           std::to_string(missing) + " more of " + std::to_string(g.slots.size()) +
+                           " members; all are bound together once they arrive, or all fail " +
+                           std::to_string(wholeSeconds(g.barrier_deadline - now())) +
+                           "s from now (troupe.dev/gang-timeout)");
         } else {
-          // Everyone is here: turn every hold into the member's own allocation, together.
+          // Everyone is here: turn every hold into the member's own allocation, together. The
+          // plan is then spent: the GPUs are the members' own.
           for (Waiter& w : g.waiting) {
             for (size_t i = 0; i < g.slots.size(); ++i) {
               GangSlot& s = g.slots[i];
-              if (s.member_uid != w.uid) continue;
+              if (s.member_uid != w.uid || s.node != w.node) continue;
               model::NodeState& n = nodes_.at(s.node);
-              n.remove(holdUid(g.spec.key, i));
+              n.remove(holdUid(g.spec.key, g.incarnation, i));
               model::Allocation a;
               a.pod_uid = w.uid;
               a.pod_key = w.key;
@@ -400,7 +649,7 @@ void Scheduler::bind(const std::string& pod_uid, const std::string& pod_ns, cons
               Status st = n.add(a);
               if (st.isOk()) {
                 pod_node_[w.uid] = s.node;
-                s.bound = true;
+                setBoundLocked(w.uid, true, nullptr);
                 completions.emplace_back(std::move(w.done), a);
               } else {
                 completions.emplace_back(std::move(w.done), st);
@@ -408,15 +657,14 @@ void Scheduler::bind(const std::string& pod_uid, const std::string& pod_ns, cons
             }
           }
           g.waiting.clear();
-          g.admitted = true;
-          gang_events_.admit_seconds.push_back(seconds(now() - g.first_seen));
+          g.slots.clear();
+          if (g.admitted()) gang_events_.admit_seconds.push_back(seconds(now() - g.first_seen));
         }
       }
     }
     notices.swap(notices_);
   }
-  notify(notices);
-  for (Completion& c : completions) c.first(std::move(c.second));
+  deliver(std::move(notices), std::move(completions));
 }
 
 void Scheduler::expireLocked(std::vector<Completion>* out) {
@@ -424,27 +672,25 @@ void Scheduler::expireLocked(std::vector<Completion>* out) {
   for (auto it = gangs_.begin(); it != gangs_.end();) {
     Gang& g = it->second;
     if (!g.waiting.empty() && t >= g.barrier_deadline) {
-      const std::string msg =
-          "gang " + g.spec.key + ": only " + std::to_string(g.waiting.size()) + " of " +
-          std::to_string(g.slots.size()) + " members reached bind within " +
-          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(g.spec.timeout).count()) +
-          "s (troupe.dev/gang-timeout); all are released and the gang is planned again";
+      const std::string msg = "gang " + g.spec.key + ": only " + std::to_string(g.waiting.size()) + " of " +
+                              std::to_string(g.slots.size()) + " members reached bind within " +
+                              std::to_string(wholeSeconds(g.spec.timeout)) +
+                              "s (troupe.dev/gang-timeout); all are released and the gang is planned again";
       for (Waiter& w : g.waiting) {
         noticeLocked(GangNotice::Kind::kTimedOut, w.uid, w.key, g.spec.key, msg);
         out->emplace_back(std::move(w.done), deadlineExceeded(msg));
       }
       g.waiting.clear();
-      releasePlanLocked(g);
+      releasePlanLocked(g, msg, out);
       g.last_reason = msg;
       ++gang_events_.timeouts;
-    } else if (!g.admitted && !g.slots.empty() && g.waiting.empty() &&
-               t - g.last_seen > std::max(g.spec.timeout, config_.gang_active_window)) {
-      releasePlanLocked(g);  // planned, then abandoned: never keep GPUs for nobody
+    } else if (!g.slots.empty() && g.waiting.empty() &&
+               t - g.last_seen > std::max<Clock::duration>(g.spec.timeout, config_.gang_active_window)) {
+      releasePlanLocked(g, "", out);  // planned, then abandoned: never keep GPUs for nobody
     }
-    if (g.waiting.empty() && g.slots.empty() && t - g.last_seen > kForgetAfter) {
-      it = gangs_.erase(it);
-    } else if (g.admitted && t - g.last_seen > kForgetAfter) {
-      it = gangs_.erase(it);
+    if (!g.drain_nodes.empty() && !activeLocked(g)) setDrainLocked(g, {});  // nobody asks any more
+    if (g.bound == 0 && g.waiting.empty() && g.slots.empty() && t - g.last_seen > kForgetAfter) {
+      it = endGangLocked(it, out);
     } else {
       ++it;
     }
@@ -460,29 +706,7 @@ void Scheduler::tick() {
     expireLocked(&completions);
     notices.swap(notices_);
   }
-  notify(notices);
-  for (Completion& c : completions) c.first(std::move(c.second));
-}
-
-void Scheduler::forgetPod(const std::string& pod_uid) {
-  {
-    std::lock_guard lock(pending_mu_);
-    pending_.erase(pod_uid);
-  }
-  std::unique_lock lock(mu_);
-  for (auto it = gangs_.begin(); it != gangs_.end();) {
-    Gang& g = it->second;
-    for (GangSlot& s : g.slots) {
-      if (s.member_uid == pod_uid && !s.bound) s.member_uid.clear();
-    }
-    // Every pod of a gang that never ran is gone: it leaves the line and gives back its plan.
-    if (g.members.erase(pod_uid) && g.members.empty() && !g.admitted && g.waiting.empty()) {
-      releasePlanLocked(g);
-      it = gangs_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  deliver(std::move(notices), std::move(completions));
 }
 
 Scheduler::GangEvents Scheduler::drainGangEvents() {

@@ -249,7 +249,7 @@ GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const
   for (const NodeFit* f : order) {
     for (const std::vector<int>& set : f->sets) {
       if (placed == members) break;
-      out.slots.push_back(GangSlot{f->node->info().name, set, "", false});
+      out.slots.push_back(GangSlot{f->node->info().name, set, ""});
       ++placed;
     }
     if (placed == members) break;

@@ -87,20 +87,35 @@ Status Scheduler::upsertNode(const model::NodeFacts& facts) {
 }
 
 bool Scheduler::removeNode(const std::string& name) {
-  std::unique_lock lock(mu_);
-  auto it = nodes_.find(name);
-  if (it == nodes_.end()) return false;
-  for (const auto& [uid, a] : it->second.allocations()) pod_node_.erase(uid);
-  index_.erase(name);
-  score_memo_.forget(it->second.ordinal());
-  free_ordinals_.push_back(it->second.ordinal());
-  nodes_.erase(it);
-  // A gang planned onto the vanished node is planned afresh at its next member's filter.
-  for (auto& [key, g] : gangs_) {
-    bool touched = std::any_of(g.slots.begin(), g.slots.end(),
-                               [&](const GangSlot& slot) { return slot.node == name && !slot.bound; });
-    if (touched && !g.admitted) releasePlanLocked(g);
+  std::vector<Completion> completions;
+  std::vector<GangNotice> notices;
+  {
+    std::unique_lock lock(mu_);
+    auto it = nodes_.find(name);
+    if (it == nodes_.end()) return false;
+    for (const auto& [uid, a] : it->second.allocations()) pod_node_.erase(uid);
+    index_.erase(name);
+    score_memo_.forget(it->second.ordinal());
+    free_ordinals_.push_back(it->second.ordinal());
+    nodes_.erase(it);
+    // A gang planned onto the vanished node is planned afresh at its next member's filter.
+    for (auto& [key, g] : gangs_) {
+      bool touched = std::any_of(g.slots.begin(), g.slots.end(),
+                                 [&](const GangSlot& slot) { return slot.node == name; });
+      if (touched) {
+        releasePlanLocked(
+            g, "node " + name + " of gang " + key + "'s plan was removed; the gang is planned afresh",
+            &completions);
+      }
+      if (std::find(g.drain_nodes.begin(), g.drain_nodes.end(), name) != g.drain_nodes.end()) {
+        std::vector<std::string> rest = g.drain_nodes;
+        rest.erase(std::remove(rest.begin(), rest.end(), name), rest.end());
+        setDrainLocked(g, std::move(rest));
+      }
+    }
+    notices.swap(notices_);
   }
+  deliver(std::move(notices), std::move(completions));
   return true;
 }
 
@@ -110,24 +125,65 @@ size_t Scheduler::nodeCount() const {
 }
 
 Status Scheduler::recordAllocation(const model::Allocation& allocation) {
-  std::unique_lock lock(mu_);
-  auto node = nodes_.find(allocation.node);
-  if (node == nodes_.end()) return notFound("node " + allocation.node + " is unknown to Troupe");
-  if (auto held = pod_node_.find(allocation.pod_uid); held != pod_node_.end()) {
-    return failedPrecondition("pod " + allocation.pod_key + " already holds GPUs on node " + held->second);
+  bool deleted = false;
+  if (!allocation.gang.empty()) {
+    std::lock_guard lock(pending_mu_);
+    deleted = deletedPod(allocation.pod_uid);
   }
-  Status s = node->second.add(allocation);
-  if (s.isOk()) pod_node_[allocation.pod_uid] = allocation.node;
+  std::vector<Completion> completions;
+  std::vector<GangNotice> notices;
+  Status s = Status::ok();
+  {
+    std::unique_lock lock(mu_);
+    auto node = nodes_.find(allocation.node);
+    if (node == nodes_.end()) return notFound("node " + allocation.node + " is unknown to Troupe");
+    if (auto held = pod_node_.find(allocation.pod_uid); held != pod_node_.end()) {
+      return failedPrecondition("pod " + allocation.pod_key + " already holds GPUs on node " + held->second);
+    }
+    if (!allocation.gang.empty() && !deleted) {
+      // A member the API shows bound that this Troupe did not bind (another replica's
+      // kube-scheduler took over, or a binder's outcome was unknown): a plan this Troupe holds
+      // for its gang is stale, and binds parked for it will never be wanted.
+      auto g = gangs_.find(allocation.gang);
+      if (g != gangs_.end() && !g->second.slots.empty()) {
+        releasePlanLocked(g->second,
+                          "gang member " + allocation.pod_key + " was bound to node " + allocation.node +
+                              " without this Troupe; the gang's plan here is released",
+                          &completions);
+      }
+    }
+    s = node->second.add(allocation);
+    if (s.isOk()) {
+      pod_node_[allocation.pod_uid] = allocation.node;
+      // A bound member (read from the API, e.g. after a restart) counts towards its gang's
+      // minimum; a pod already gone (terminating) holds GPUs but is no member.
+      if (!allocation.gang.empty() && !deleted) {
+        joinLocked(allocation.pod_uid, allocation.gang, &completions);
+        setBoundLocked(allocation.pod_uid, true, nullptr);
+      }
+    }
+    notices.swap(notices_);
+  }
+  deliver(std::move(notices), std::move(completions));
   return s;
 }
 
 bool Scheduler::release(const std::string& pod_uid) {
-  std::unique_lock lock(mu_);
-  auto held = pod_node_.find(pod_uid);
-  if (held == pod_node_.end()) return false;
-  auto node = nodes_.find(held->second);
-  bool removed = node != nodes_.end() && node->second.remove(pod_uid);
-  pod_node_.erase(held);
+  std::vector<Completion> completions;
+  std::vector<GangNotice> notices;
+  bool removed = false;
+  {
+    std::unique_lock lock(mu_);
+    auto held = pod_node_.find(pod_uid);
+    if (held == pod_node_.end()) return false;
+    auto node = nodes_.find(held->second);
+    removed = node != nodes_.end() && node->second.remove(pod_uid);
+    pod_node_.erase(held);
+    // A member that gave its GPUs back no longer counts as bound.
+    setBoundLocked(pod_uid, false, &completions);
+    notices.swap(notices_);
+  }
+  deliver(std::move(notices), std::move(completions));
   return removed;
 }
 
@@ -142,9 +198,10 @@ std::optional<model::Allocation> Scheduler::allocationOf(const std::string& pod_
   return *a;
 }
 
-bool Scheduler::remember(const PodFacts& pod, const GpuRequest& req, const std::string& gang) {
-  if (pod.uid.empty()) return true;
+Scheduler::Seen Scheduler::remember(const PodFacts& pod, const GpuRequest& req, const std::string& gang) {
+  if (pod.uid.empty()) return Seen::kFirst;
   std::lock_guard lock(pending_mu_);
+  if (deletedPod(pod.uid)) return Seen::kDeleted;  // kube-scheduler's late call for a deleted pod
   auto [it, fresh] = pending_.try_emplace(pod.uid);
   it->second = Pending{req, pod.key(), ++pending_seq_, gang};
   if (pending_.size() > config_.max_pending_pods) {
@@ -155,7 +212,7 @@ bool Scheduler::remember(const PodFacts& pod, const GpuRequest& req, const std::
     std::sort(order.begin(), order.end());
     for (size_t i = 0; i < order.size() / 10 + 1; ++i) pending_.erase(order[i].second);
   }
-  return fresh;
+  return fresh ? Seen::kFirst : Seen::kAgain;
 }
 
 std::optional<Scheduler::Pending> Scheduler::pendingOf(const std::string& uid) const {
@@ -184,18 +241,26 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
   }
   // The mix counts each pod once: a pod kube-scheduler retries a hundred times while it waits
   // is still one request.
-  if (gang.value() && req.value().wantsGpus()) {
-    if (remember(pod, req.value(), gang.value()->key)) mix_window_.record(req.value());
+  const bool in_gang = gang.value() && req.value().wantsGpus();
+  const Seen seen = remember(pod, req.value(), in_gang ? gang.value()->key : "");
+  if (seen == Seen::kDeleted) {
+    out.unresolvable.addAll(node_names, "troupe: pod " + pod.key() + " (uid " + pod.uid +
+                                            ") was deleted; Troupe no longer schedules it");
+    out.categories["invalid-pod"] = static_cast<int>(node_names.size());
+    return out;
+  }
+  if (seen == Seen::kFirst) mix_window_.record(req.value());
+  if (in_gang) {
+    std::vector<Completion> completions;
     std::vector<GangNotice> notices;
     {
       std::unique_lock lock(mu_);
-      out = filterGangLocked(pod, req.value(), *gang.value(), node_names);
+      out = filterGangLocked(pod, req.value(), *gang.value(), node_names, &completions);
       notices.swap(notices_);
     }
-    notify(notices);
+    deliver(std::move(notices), std::move(completions));
     return out;
   }
-  if (remember(pod, req.value())) mix_window_.record(req.value());
   std::shared_lock lock(mu_);
   if (!config_.narrow_to_best) return filterSingleLocked(req.value(), node_names);
   std::vector<const model::NodeState*> passed_nodes;
@@ -246,7 +311,7 @@ FilterResult Scheduler::filterSingleLocked(const GpuRequest& req, const std::vec
   std::vector<std::pair<std::string_view, NodeReasons::ReasonId>> model_worded;
   std::array<int, kMisfitKinds> misfits{};
   int unknown = 0;
-  const bool draining = !gangs_.empty();
+  const bool draining = !drained_.empty();
   for (size_t i = 0; i < node_names.size(); ++i) {
     const std::string& name = node_names[i];
     const model::NodeState* node = found[i];
@@ -334,7 +399,10 @@ std::vector<HostScore> Scheduler::prioritize(const PodFacts& pod,
       return out;
     }
   }
-  if (!known) remember(pod, req.value());
+  if (!known && remember(pod, req.value()) == Seen::kDeleted) {
+    for (const std::string& n : node_names) out.push_back({n, 0});
+    return out;
+  }
   struct Raw {
     const std::string* name;
     double score;
@@ -502,18 +570,18 @@ ClusterSummary Scheduler::summary() const {
       s.by_node.begin(), s.by_node.end(),
       [](const ClusterSummary::NodeRow& a, const ClusterSummary::NodeRow& b) { return a.node < b.node; });
   for (const auto& [key, g] : gangs_) {
-    if (g.admitted) {
-      ++s.gangs.admitted;
-    } else if (!g.slots.empty()) {
+    if (!g.filtered) continue;  // dormant: bound pods read from the API, no member filtered yet
+    const bool unbound_members = static_cast<int>(g.members.size()) > g.bound;
+    if (!g.slots.empty()) {
       ++s.gangs.planned;
-    } else {
+    } else if (!g.admitted() && unbound_members) {
       ++s.gangs.waiting;
+    } else {
+      ++s.gangs.admitted;  // running, waiting for nothing (also one left short of its minimum)
     }
-    for (const GangSlot& slot : g.slots) {
-      if (!slot.bound) s.gangs.held_gpus += static_cast<int>(slot.gpus.size());
-    }
-    s.gangs.draining_nodes += static_cast<int>(g.drain_nodes.size());
+    for (const GangSlot& slot : g.slots) s.gangs.held_gpus += static_cast<int>(slot.gpus.size());
   }
+  for (const auto& [node, owner] : drained_) s.gangs.draining_nodes += drainOwner(node) == owner ? 1 : 0;
   return s;
 }
 

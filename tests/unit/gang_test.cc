@@ -247,8 +247,11 @@ TEST_CASE("gang: two gangs wanting 60% each never split the cluster", "[gang]") 
   }
   for (auto& p : probes) REQUIRE(p.result->isOk());
   CHECK(s.filter(member("b", 0, 8, 3), names).passed.empty());
-  // Gang a finishes: b is planned whole.
-  for (int i = 0; i < 3; ++i) s.release("uid-a-" + std::to_string(i));
+  // Gang a finishes (its pods succeed: their GPUs go back and they are gone): b is planned whole.
+  for (int i = 0; i < 3; ++i) {
+    s.release("uid-a-" + std::to_string(i));
+    s.forgetPod("uid-a-" + std::to_string(i));
+  }
   CHECK(s.filter(member("b", 0, 8, 3), names).passed.size() == 1);
   CHECK(freeGpus(s) == 16);
 }

@@ -327,3 +327,33 @@ TEST_CASE("kube sync: watched rack labels, and their changes, reach the gang pla
   }
   CHECK(steered == std::set<std::string>{"k2", "k3"});
 }
+
+TEST_CASE("kube sync: a gang's pods terminating or deleted end the gang and free its plan", "[kube][sync]") {
+  World w;
+  w.node(nodeJson("n1", 8));
+  w.node(nodeJson("n2", 8));
+  auto member = [](const std::string& name) {
+    troupe::sched::PodFacts p = troupe::testing::gpuPod(
+        name, 8, {{troupe::sched::kGangName, "job"}, {troupe::sched::kGangSize, "2"}});
+    return p;
+  };
+  auto memberJson = [](const std::string& name) {
+    json p = podJson(name, 8);
+    p["metadata"]["annotations"] = {{"troupe.dev/gang", "job"}, {"troupe.dev/gang-size", "2"}};
+    return p;
+  };
+  REQUIRE(w.scheduler.filter(member("a"), {"n1", "n2"}).passed.size() == 1);
+  REQUIRE(w.scheduler.filter(member("b"), {"n1", "n2"}).passed.size() == 1);
+  REQUIRE(w.scheduler.summary().gangs.held_gpus == 16);
+  // kubectl delete (with a grace period): the pod is terminating first.
+  json a = memberJson("a");
+  a["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+  w.pod(a);
+  CHECK(w.scheduler.gangs().at(0).members == 1);
+  w.pod(memberJson("b"), WatchEventType::kDeleted);
+  CHECK(w.scheduler.gangs().empty());
+  CHECK(w.scheduler.summary().gangs.held_gpus == 0);
+  // kube-scheduler's filter of the terminating pod afterwards does not bring it back.
+  CHECK(w.scheduler.filter(member("a"), {"n1", "n2"}).passed.empty());
+  CHECK(w.scheduler.gangs().empty());
+}

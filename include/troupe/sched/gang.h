@@ -34,7 +34,8 @@ struct GangSpec {
   std::string key;  // namespace/name
   int min_member = 1;
   std::chrono::milliseconds timeout{0};
-  std::string source;  // which key named the gang, for messages
+  bool timeout_capped = false;  // the pod asked for more than the configured maximum
+  std::string source;           // which key named the gang, for messages
 };
 
 // What an adapter found about the PodGroup object (scheduling.x-k8s.io/v1alpha1) a pod's

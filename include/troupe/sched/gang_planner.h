@@ -16,7 +16,6 @@ struct GangSlot {
   std::string node;
   std::vector<int> gpus;
   std::string member_uid;  // the pod steered here; empty until a member claims it
-  bool bound = false;
 };
 
 struct GangPlanResult {

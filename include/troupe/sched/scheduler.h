@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "troupe/common/status.h"
@@ -50,6 +52,17 @@ struct SchedulerConfig {
   std::chrono::milliseconds gang_timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds gang_starvation{std::chrono::minutes(2)};
   std::chrono::milliseconds gang_active_window{std::chrono::seconds(60)};
+  // The longest bind-barrier wait a pod's troupe.dev/gang-timeout may ask for (longer asks are
+  // capped, and the GangPlanned event says so). It must stay below kube-scheduler's extender
+  // httpTimeout: a bind released after kube-scheduler gave up on the call binds a pod it
+  // already put back in its queue.
+  std::chrono::milliseconds gang_max_timeout{std::chrono::minutes(5)};
+  // At most this many gangs are tracked; the filter of a pod that would start one more is
+  // refused with a reason (a flood of made-up gang names must not grow memory without bound).
+  size_t max_gangs = 10000;
+  // Uids of pods known to be gone for good (deleted, terminating, finished), so a filter or
+  // bind that kube-scheduler sends after the deletion cannot bring them back into a gang.
+  size_t max_deleted_pods = 100000;
   std::function<Clock::time_point()> clock;  // injected for tests; steady_clock by default
   // Network topology levels (node label keys, widest first) that gangs are packed into and
   // that troupe.dev/topology-required/-preferred name; empty turns them off.
@@ -75,6 +88,8 @@ struct GangNotice {
     kPlanned,   // the gang was planned and this member steered to its node
     kWaiting,   // the member reached the bind barrier; others are still missing
     kTimedOut,  // the barrier timed out; the member's bind failed
+    kEnded,     // every member of the gang is gone: whatever was kept for it is released
+                // (pod_* are empty; adapters drop their caches for the gang)
   };
   Kind kind = Kind::kPlanned;
   std::string pod_uid, pod_ns, pod_name, gang, message;
@@ -160,8 +175,29 @@ class Scheduler {
             const std::string& node, BindCallback done);
   // Expires gang barriers and plans nobody claims; call it every ~100 ms.
   void tick();
-  // The pod is gone (deleted, or will not come back): drop what it claimed but did not bind.
+  // The pod is gone for good (deleted, terminating or finished; its uid never comes back):
+  // its pending record is dropped and it leaves its gang at once (a bind it has parked at the
+  // barrier fails; a slot it claimed goes to the next member). A gang left with no member ends:
+  // its plan, held GPUs, place in line and drained nodes are released, and pods that later
+  // carry its name form a new gang. Later filters and binds of the uid are refused. GPUs the
+  // pod holds are released separately (release()), when it no longer holds them.
   void forgetPod(const std::string& pod_uid);
+  // Every gang Troupe tracks, for tests and diagnostics (sorted by key).
+  struct GangView {
+    std::string key;
+    uint64_t incarnation = 0;  // 1, 2, ...: a gang re-created under a used name is a new one
+    enum class State { kWaiting, kPlanned, kAdmitted, kDormant } state = State::kWaiting;
+    int min_member = 0;                       // 0 while no member was filtered (dormant)
+    int members = 0;                          // live pods of the gang Troupe knows of
+    int bound = 0;                            // of which hold their GPUs (bound, or released by the barrier)
+    int held_gpus = 0;                        // GPUs held for its plan
+    std::map<std::string, int> held_by_node;  // the same, per node
+    int waiting_binds = 0;                    // binds parked at its barrier
+    std::vector<std::string> member_uids;     // sorted
+    std::vector<std::string> drained_nodes;   // nodes kept free for it now
+    std::string last_reason;                  // why it was last refused
+  };
+  std::vector<GangView> gangs() const;
   // Gang events since the last call, for metrics: seconds from first sight to admission, and
   // the number of barrier timeouts.
   struct GangEvents {
@@ -193,24 +229,37 @@ class Scheduler {
     std::string uid, key, node;
     BindCallback done;
   };
+  // One incarnation of a gang (docs/gang-lifecycle.md). It begins when a member is first seen
+  // (filtered, or bound as the API shows) and ends when every member is gone; pods that later
+  // carry the same name form the next incarnation. Members are live pods only.
   struct Gang {
     GangSpec spec;
+    bool filtered = false;  // a member passed through filter: spec and request are known.
+                            // Before that the gang is dormant: bound members read from the
+                            // API (e.g. after a restart), not counted, never planned.
     GpuRequest request;
+    uint64_t incarnation = 0;  // also the gang's place in line among equal priorities
     int64_t priority = 0;
-    uint64_t arrival = 0;
     Clock::time_point first_seen, last_seen, barrier_deadline;
-    std::vector<GangSlot> slots;           // the plan; empty = not planned
-    std::vector<Waiter> waiting;           // binds held at the barrier
-    std::vector<std::string> drain_nodes;  // nodes kept free for it after gang_starvation
-    std::vector<std::string> candidates;   // the nodes its members were last offered
-    std::set<std::string> members;         // uids of its pods seen in filter, until deleted
-    bool admitted = false;
+    std::vector<GangSlot> slots;                    // the plan not yet released; empty = none
+    std::vector<Waiter> waiting;                    // binds held at the barrier
+    std::vector<std::string> drain_nodes;           // nodes kept free for it after gang_starvation
+    std::vector<std::string> candidates;            // the nodes its members were last offered
+    std::unordered_map<std::string, bool> members;  // live member uid -> holds its GPUs (bound)
+    int bound = 0;                                  // members holding their GPUs
     std::string last_reason;
+
+    // Every minimum member holds its GPUs: further members are placed like single pods.
+    bool admitted() const { return filtered && bound >= spec.min_member; }
+    // A member is still to be placed: only then does the gang stand in line, hold or drain.
+    bool pending() const { return static_cast<int>(members.size()) > bound; }
   };
   using Completion = std::pair<BindCallback, Result<model::Allocation>>;
 
-  // True when the pod was not pending yet (its first filter since it arrived).
-  bool remember(const PodFacts& pod, const GpuRequest& req, const std::string& gang = "");
+  // Records the pod as pending. kFirst: its first filter since it arrived; kDeleted: the pod is
+  // gone for good (forgetPod) and nothing was recorded.
+  enum class Seen { kFirst, kAgain, kDeleted };
+  Seen remember(const PodFacts& pod, const GpuRequest& req, const std::string& gang = "");
   std::optional<Pending> pendingOf(const std::string& uid) const;
   Clock::time_point now() const;
   Result<model::Allocation> reserveLocked(const std::string& pod_uid, const std::string& key,
@@ -226,13 +275,37 @@ class Scheduler {
                     FilterResult& out) const;
   // Gang internals; the caller holds mu_ exclusively.
   FilterResult filterGangLocked(const PodFacts& pod, const GpuRequest& req, const GangSpec& spec,
-                                const std::vector<std::string>& node_names);
-  Gang& gangFor(const PodFacts& pod, const GpuRequest& req, const GangSpec& spec);
-  bool planLocked(Gang& gang, const std::vector<std::string>& candidates, std::string* reason, bool* never);
-  void releasePlanLocked(Gang& gang);
+                                const std::vector<std::string>& node_names, std::vector<Completion>* out);
+  // The gang `pod` belongs to, created (and joined) if need be; nullptr with *refused set when
+  // a new gang would exceed max_gangs.
+  Gang* gangFor(const PodFacts& pod, const GpuRequest& req, const GangSpec& spec, std::string* refused,
+                std::vector<Completion>* out);
+  // Makes `uid` a member of gang `key` (created dormant if it does not exist); leaves the gang
+  // it was in before, if another.
+  Gang& joinLocked(const std::string& uid, const std::string& key, std::vector<Completion>* out);
+  // `uid` is no longer a member: its parked bind fails with `why`, its unbound slot is free
+  // again, and a gang left empty ends.
+  void leaveLocked(const std::string& uid, const std::string& why, std::vector<Completion>* out);
+  // Records whether a member holds its GPUs; one that gave them back may leave its gang's plan
+  // short of the minimum (then released, its parked binds failing into `out`).
+  void setBoundLocked(const std::string& uid, bool bound, std::vector<Completion>* out);
+  void checkPlanLocked(Gang& gang, std::vector<Completion>* out);
+  // Ends the gang: releases its plan and drains and erases it; its members (if any) are
+  // forgotten as members. Returns the next iterator of gangs_.
+  std::map<std::string, Gang>::iterator endGangLocked(std::map<std::string, Gang>::iterator it,
+                                                      std::vector<Completion>* out);
+  bool planLocked(Gang& gang, const std::vector<std::string>& candidates, std::string* reason, bool* never,
+                  std::vector<Completion>* out);
+  // Gives the plan's held GPUs back; binds parked for it fail with `why`.
+  void releasePlanLocked(Gang& gang, const std::string& why, std::vector<Completion>* out);
+  void setDrainLocked(Gang& gang, std::vector<std::string> nodes);
   bool aheadOf(const Gang& a, const Gang& b) const;
+  bool activeLocked(const Gang& g) const;                 // a member was filtered within gang_active_window
   std::string drainOwner(const std::string& node) const;  // caller holds mu_ (any mode)
   void expireLocked(std::vector<Completion>* out);
+  bool deletedPod(const std::string& uid) const;  // caller holds pending_mu_
+  // Delivers notices gathered under mu_ and runs completions; never under a lock.
+  void deliver(std::vector<GangNotice> notices, std::vector<Completion> completions) const;
 
   PodGroupInfo podGroupOf(const PodFacts& pod) const;
   void notify(const std::vector<GangNotice>& notices) const;
@@ -244,9 +317,11 @@ class Scheduler {
   PodGroupLookup pod_group_lookup_;
   std::vector<GangNotice> notices_;  // guarded by mu_; delivered once it is released
 
-  std::map<std::string, Gang> gangs_;  // guarded by mu_
-  uint64_t gang_arrivals_ = 0;         // guarded by mu_
-  GangEvents gang_events_;             // guarded by mu_
+  std::map<std::string, Gang> gangs_;                         // guarded by mu_
+  std::unordered_map<std::string, std::string> member_gang_;  // member uid -> gang key; mu_
+  std::unordered_map<std::string, std::string> drained_;      // node -> gang keeping it free; mu_
+  uint64_t gang_incarnations_ = 0;                            // guarded by mu_
+  GangEvents gang_events_;                                    // guarded by mu_
 
   SchedulerConfig config_;
   model::TopologyCatalog catalog_;
@@ -261,9 +336,11 @@ class Scheduler {
   mutable ScoreMemo score_memo_;                           // narrowing values; has its own lock
   std::unordered_map<std::string, std::string> pod_node_;  // pod uid -> node
 
-  mutable std::mutex pending_mu_;  // guards pending_
+  mutable std::mutex pending_mu_;  // guards pending_ and the deleted pods
   std::unordered_map<std::string, Pending> pending_;
   uint64_t pending_seq_ = 0;
+  std::unordered_set<std::string> deleted_;  // uids gone for good; bounded, oldest first out
+  std::deque<std::string> deleted_order_;
 
   // The requests filter saw recently (own lock): the mix fgd and troupe measure fragmentation
   // against in prioritize.

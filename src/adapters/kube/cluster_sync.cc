@@ -104,6 +104,9 @@ void ClusterSync::applyPod(const PodView& pod) {
 
 void ClusterSync::applyPodLocked(const PodView& pod) {
   const std::string& uid = pod.facts.uid;
+  // A pod being deleted is gone for scheduling (kube-scheduler never schedules it again) and
+  // leaves its gang now; once bound, it still holds its GPUs until it is gone from the API.
+  if (pod.terminating) scheduler_.forgetPod(uid);
   auto it = pods_.find(uid);
   if (!pod.bound()) {
     // Not bound (yet): a reservation Troupe's binder holds for it is the binder's business.

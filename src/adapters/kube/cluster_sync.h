@@ -11,6 +11,8 @@
 //   - unbound pods are left alone: a reservation Troupe's binder holds for one stays its own
 //     business until the pod shows up bound (or is deleted);
 //   - a pod that finishes or is deleted releases its GPUs;
+//   - a pod being deleted (deletionTimestamp) or deleted leaves its gang at once
+//     (Scheduler::forgetPod): a gang whose pods are all gone ends and frees what it held;
 //   - a bound gang member is recorded as a member of its gang (troupe.dev/gang or the other
 //     gang keys), so after a restart the gang's bound members count towards its minimum and
 //     only the unbound ones are planned again.

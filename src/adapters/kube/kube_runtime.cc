@@ -20,6 +20,10 @@ KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, http::
       [this](const std::string& ns, const std::string& name) { return pod_groups_.lookup(ns, name); });
   scheduler_.setGangObserver([this](const sched::GangNotice& n) {
     using Kind = sched::GangNotice::Kind;
+    if (n.kind == Kind::kEnded) {
+      pod_groups_.forget(n.gang);  // nothing to tell a pod: they are all gone
+      return;
+    }
     const char* reason = n.kind == Kind::kPlanned   ? "GangPlanned"
                          : n.kind == Kind::kWaiting ? "GangWaiting"
                                                     : "GangTimedOut";

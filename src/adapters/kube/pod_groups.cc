@@ -18,6 +18,11 @@ uint64_t PodGroupCache::apiReads() const {
   return reads_;
 }
 
+void PodGroupCache::forget(const std::string& key) {
+  std::lock_guard lock(mu_);
+  entries_.erase(key);
+}
+
 sched::PodGroupInfo PodGroupCache::lookup(const std::string& ns, const std::string& name) {
   const std::string key = ns + "/" + name;
   {

@@ -40,6 +40,10 @@ class PodGroupCache {
   // Thread-safe; may block on one API request when the answer is not cached.
   sched::PodGroupInfo lookup(const std::string& ns, const std::string& name);
 
+  // Drops what is cached for PodGroup "namespace/name": its gang ended, and a gang re-created
+  // under that name reads the object afresh (it may have been re-created with another size).
+  void forget(const std::string& key);
+
   uint64_t apiReads() const;
 
  private:

@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include "troupe/sched/gang.h"
+
 namespace troupe::config {
 namespace {
 
@@ -80,8 +82,8 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
   const YAML::Node& root = doc.value();
   if (root.IsNull()) return c;
   Where w{source};
-  if (Status s =
-          checkKeys(w, root, "", {"listen", "maxBodyBytes", "logLevel", "policy", "filter", "topology"});
+  if (Status s = checkKeys(w, root, "",
+                           {"listen", "maxBodyBytes", "logLevel", "policy", "filter", "topology", "gang"});
       !s.isOk())
     return s;
   if (root["listen"]) {
@@ -156,6 +158,33 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
         std::vector<std::string> errors = model::validateTopologyLevels(c.topology_levels);
         if (!errors.empty()) return w.at(levels[i], key, errors.front());
       }
+    }
+  }
+  if (const YAML::Node gang = root["gang"]) {
+    if (Status s = checkKeys(w, gang, "gang", {"timeout", "maxTimeout", "maxGangs"}); !s.isOk()) return s;
+    for (auto [key, target] : {std::pair{"timeout", &c.gang_timeout}, {"maxTimeout", &c.gang_max_timeout}}) {
+      if (!gang[key]) continue;
+      const std::string name = std::string("gang.") + key;
+      Result<std::string> v = scalar<std::string>(w, gang[key], name, "a duration such as 5m");
+      if (!v.isOk()) return v.status();
+      Result<std::chrono::milliseconds> d = sched::parseDuration(v.value());
+      if (!d.isOk() || d.value().count() <= 0) {
+        return w.at(gang[key], name, "must be a positive duration such as \"5m\" or \"90s\"");
+      }
+      *target = d.value();
+    }
+    if (c.gang_timeout > c.gang_max_timeout) {
+      return w.at(gang, "gang.timeout",
+                  "the default gang timeout must not exceed gang.maxTimeout (which must stay below "
+                  "kube-scheduler's extender httpTimeout)");
+    }
+    if (gang["maxGangs"]) {
+      Result<int64_t> v = scalar<int64_t>(w, gang["maxGangs"], "gang.maxGangs", "a number of gangs");
+      if (!v.isOk()) return v.status();
+      if (v.value() < 1 || v.value() > 1000000) {
+        return w.at(gang["maxGangs"], "gang.maxGangs", "must be from 1 to 1000000");
+      }
+      c.max_gangs = static_cast<size_t>(v.value());
     }
   }
   return c;

@@ -14,6 +14,11 @@
 //       - topology.kubernetes.io/zone   # (the default: zone, block, rack)
 //       - troupe.dev/block
 //       - troupe.dev/rack
+//   gang:
+//     timeout: 5m                   # default of the troupe.dev/gang-timeout annotation
+//     maxTimeout: 5m                # longer annotations are capped; keep it below
+//                                   # kube-scheduler's extender httpTimeout
+//     maxGangs: 10000               # gangs tracked at once; more are refused with a reason
 //
 // Cluster (--cluster), the nodes of standalone mode:
 //   nodes:
@@ -29,6 +34,7 @@
 // Unknown keys are errors. Every error names the file, the line and the key.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -46,6 +52,9 @@ struct ServeConfig {
   sched::PolicyConfig policy;
   bool narrow_to_best = false;  // filter.narrowTo: best
   std::vector<std::string> topology_levels = model::defaultTopologyLevels();
+  std::chrono::milliseconds gang_timeout{std::chrono::minutes(5)};
+  std::chrono::milliseconds gang_max_timeout{std::chrono::minutes(5)};
+  size_t max_gangs = 10000;
 };
 
 // "best" -> true, "all" -> false; anything else is an error that says what is accepted.
