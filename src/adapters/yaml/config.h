@@ -14,6 +14,10 @@
 //       - topology.kubernetes.io/zone   # (the default: zone, block, rack)
 //       - troupe.dev/block
 //       - troupe.dev/rack
+//   schedulerNames: [troupe-scheduler]  # Kubernetes mode: bind only pods of these profiles
+//   learnedNodes:                   # learn mode only (neither --cluster nor the API)
+//     maxNodes: 10000               # nodes kept from request bodies at most
+//     ttlSeconds: 3600              # forgotten when no request carried them this long
 //
 // Cluster (--cluster), the nodes of standalone mode:
 //   nodes:
@@ -46,7 +50,14 @@ struct ServeConfig {
   sched::PolicyConfig policy;
   bool narrow_to_best = false;  // filter.narrowTo: best
   std::vector<std::string> topology_levels = model::defaultTopologyLevels();
+  std::vector<std::string> scheduler_names = {"troupe-scheduler"};
+  size_t learned_max_nodes = 10000;
+  int64_t learned_ttl_seconds = 3600;
 };
+
+// A kube-scheduler profile name as spec.schedulerName holds it: a DNS subdomain. The error
+// says what is wrong.
+Status checkSchedulerName(const std::string& name);
 
 // "best" -> true, "all" -> false; anything else is an error that says what is accepted.
 Result<bool> parseNarrowTo(const std::string& value);
