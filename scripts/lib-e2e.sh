@@ -10,7 +10,8 @@
 #   kubeconfig         admin kubeconfig (static token, CA-verified TLS)
 #   troupe-kubeconfig  TROUPE_MODE=kube: Troupe's own, a token of the ServiceAccount
 #                      troupe-system/troupe with deploy/rbac.yaml's ClusterRole and nothing
-#                      else (made fresh at every Troupe start; TROUPE_E2E_ADMIN=1: admin instead)
+#                      else (made at the first Troupe start, renewed after a day; TROUPE_E2E_ADMIN=1:
+#                      admin instead)
 #   pki/ tokens.csv sa.key scheduler-config.yaml nodes.json cluster.yaml
 
 E2E_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -147,7 +148,10 @@ e2e_troupe_ok() { e2e_pid troupe >/dev/null && curl -fsS --max-time 2 "http://12
 # e2e_troupe_credentials: write $E2E_TROUPE_KUBECONFIG, Troupe's kubeconfig with a token of
 # troupe-system/troupe bound to deploy/rbac.yaml's ClusterRole only, so the e2e runs Troupe with
 # the permissions the project ships (a missing one shows as Forbidden). Applies deploy/rbac.yaml.
+# A file younger than a day (the token lasts two) is reused, so restarts stay fast; cluster-up
+# removes it with the rest of a cluster's state.
 e2e_troupe_credentials() {
+  if [ -n "$(find "$E2E_TROUPE_KUBECONFIG" -mmin -1440 2>/dev/null)" ]; then return 0; fi
   "$KUBECTL" --kubeconfig "$E2E_KUBECONFIG" apply -f "$E2E_ROOT/deploy/rbac.yaml" >/dev/null ||
     e2e_die "kubectl apply -f deploy/rbac.yaml failed"
   local token server ca
