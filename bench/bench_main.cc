@@ -347,6 +347,9 @@ sched::SchedulerConfig configFor(const Options& o) {
   sched::SchedulerConfig config;
   config.narrow_to_best = o.narrow_to_best;
   config.remember_scores = o.remember_scores;
+  // Full-node cases learn every node of the request (learn mode); the cap must not refuse any.
+  for (int n : o.nodes)
+    config.learning.max_nodes = std::max(config.learning.max_nodes, static_cast<size_t>(n));
   return config;
 }
 

@@ -76,9 +76,77 @@ fi
 grep -q 'httpTimeout: 330s' "$WORK/default.yaml" || fail "default httpTimeout is not gangTimeoutSeconds+margin (330s)"
 grep -q 'bindVerb: bind' "$WORK/default.yaml" || fail "default render lacks bindVerb"
 grep -q 'bindVerb: bind' "$WORK/binpack-values.yaml" && fail "kubernetesApi=false still renders bindVerb"
+# Least privilege (README: Security): who gets which API token, the RBAC, the NetworkPolicy.
+python3 - "$WORK/default.yaml" "$WORK/binpack-values.yaml" "$WORK/loopback-values.yaml" <<'PY' || fail "least-privilege checks (above)"
+import sys, yaml
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+def load(path):
+    return [d for d in yaml.safe_load_all(open(path)) if d]
+def one(docs, kind, pred=lambda d: True):
+    found = [d for d in docs if d["kind"] == kind and pred(d)]
+    assert len(found) == 1, f"{len(found)} {kind} objects"
+    return found[0]
+def token_volume(dep, container):
+    c = next(c for c in dep["spec"]["template"]["spec"]["containers"] if c["name"] == container)
+    mounts = [m["name"] for m in c.get("volumeMounts", []) if m["mountPath"] == SA_DIR]
+    return mounts[0] if mounts else None
+def troupe_role(docs):
+    return one(docs, "ClusterRole", lambda d: d["metadata"]["name"].endswith("-troupe"))
+def role_subject(docs, role):
+    b = one(docs, "ClusterRoleBinding", lambda d: d["roleRef"]["name"] == role)
+    return [s["name"] for s in b["subjects"]]
+def sa_of(dep):
+    return dep["spec"]["template"]["spec"]["serviceAccountName"]
+errors = []
+def check(ok, what):
+    if not ok:
+        errors.append(what)
+default, binpack, loopback = (load(p) for p in sys.argv[1:])
+for name, docs in (("default", default), ("binpack", binpack), ("loopback", loopback)):
+    dep = one(docs, "Deployment")
+    check(dep["spec"]["template"]["spec"].get("automountServiceAccountToken") is False,
+          f"{name}: the pod automounts the ServiceAccount token")
+    check(token_volume(dep, "kube-scheduler") == "kube-api-access", f"{name}: kube-scheduler has no API token")
+# Default: Troupe's own ServiceAccount and token, bound to Troupe's ClusterRole only, no pod writes.
+dep = one(default, "Deployment")
+check(token_volume(dep, "troupe") == "troupe-token", "default: troupe container does not use its own token")
+role = troupe_role(default)
+check(role_subject(default, role["metadata"]["name"]) == ["troupe-scheduler-troupe"],
+      "default: Troupe's ClusterRole is not bound to Troupe's own ServiceAccount alone")
+check(sa_of(dep) not in role_subject(default, role["metadata"]["name"]),
+      "default: kube-scheduler's ServiceAccount holds Troupe's role")
+for r in role["rules"]:
+    writes = set(r["verbs"]) - {"get", "list", "watch"}
+    check(not writes or r["resources"] in (["pods/binding"], ["events"]),
+          f"default: Troupe's ClusterRole writes {r['resources']} ({sorted(writes)})")
+secret = one(default, "Secret", lambda d: d["type"] == "kubernetes.io/service-account-token")
+check(secret["metadata"]["annotations"]["kubernetes.io/service-account.name"] == "troupe-scheduler-troupe",
+      "default: the token Secret is not Troupe's ServiceAccount's")
+check("schedulerNames: [\"troupe-scheduler\"]" in one(default, "ConfigMap", lambda d: "config.yaml" in d.get("data", {}))["data"]["config.yaml"],
+      "default: Troupe's config lacks schedulerNames [troupe-scheduler]")
+check(not [d for d in default if d["kind"] == "NetworkPolicy"], "default: renders a NetworkPolicy")
+# kubernetesApi: false (binpack): no token in Troupe's container, no Troupe role, no Secret.
+dep = one(binpack, "Deployment")
+check(token_volume(dep, "troupe") is None, "binpack (kubernetesApi: false): troupe container gets an API token")
+check(not [d for d in binpack if d["kind"] == "Secret"], "binpack: renders a token Secret")
+np = one(binpack, "NetworkPolicy")
+check(np["spec"]["policyTypes"] == ["Ingress"] and len(np["spec"]["ingress"]) == 1
+      and np["spec"]["ingress"][0]["ports"] == [{"port": 8889, "protocol": "TCP"}]
+      and np["spec"]["ingress"][0]["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] == "monitoring",
+      "binpack: the NetworkPolicy does not admit exactly the metrics port from metricsFrom")
+# separate: false (loopback): Troupe shares the pod's projected token; its role is bound to the pod's account.
+dep = one(loopback, "Deployment")
+check(token_volume(dep, "troupe") == "kube-api-access", "loopback (separate: false): troupe container lacks the pod's token")
+check(role_subject(loopback, troupe_role(loopback)["metadata"]["name"]) == [sa_of(dep)],
+      "loopback: Troupe's ClusterRole is not bound to the pod's ServiceAccount")
+for e in errors:
+    print("  " + e)
+sys.exit(1 if errors else 0)
+PY
 # The schema must reject bad values.
 for bad in troupe.policy.name=best troupe.logLevel=verbose nosuchkey=1 troupe.weights.pack=1 \
-           kubeScheduler.leaderElection.leaseName=kube-scheduler troupe.policy.weights.pack=2; do
+           kubeScheduler.leaderElection.leaseName=kube-scheduler troupe.policy.weights.pack=2 \
+           networkPolicy.enabled=yes troupe.serviceAccount.separate=maybe; do
   if "$HELM" template troupe "$CHART" --set "$bad" >/dev/null 2>&1; then fail "schema accepted --set $bad"; fi
 done
 
@@ -142,6 +210,17 @@ if a != b:
     sys.exit(f"chart: {a}\nrbac.yaml: {b}")
 PY
 fi
+
+step "README's ClusterRole (Security > RBAC) is deploy/rbac.yaml's"
+python3 - README.md deploy/rbac.yaml <<'PY' || fail "README.md's ClusterRole differs from deploy/rbac.yaml: update the Security > RBAC section"
+import re, sys, yaml
+text = open(sys.argv[1]).read()
+section = text[text.index("### RBAC"):]
+block = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+readme = yaml.safe_load(block)["rules"]
+shipped = next(d for d in yaml.safe_load_all(open(sys.argv[2])) if d and d["kind"] == "ClusterRole")["rules"]
+sys.exit(0 if readme == shipped else f"README: {readme}\nrbac.yaml: {shipped}")
+PY
 
 step "deploy/troupe.yaml up to date"
 scripts/chart-render-deploy.sh --print >"$WORK/deploy.yaml"

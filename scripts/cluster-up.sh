@@ -20,10 +20,13 @@
 #                          (default: a free port)
 #   TROUPE_BIND_VERB=bind  add bindVerb to the extender config (default: unset = not used)
 #   TROUPE_PREEMPT_VERB=preempt   add preemptVerb (default: unset = not used)
-#   TROUPE_MODE=kube       Troupe watches the cluster through the API (--kubeconfig
-#                          build/e2e/kubeconfig) and binds pods itself: TROUPE_BIND_VERB
-#                          defaults to bind. Default: standalone (--cluster build/e2e/cluster.yaml).
-#                          Kept in state.env, so troupe-restart.sh starts the same mode.
+#   TROUPE_MODE=kube       Troupe watches the cluster through the API and binds pods itself:
+#                          TROUPE_BIND_VERB defaults to bind. Troupe runs with the ServiceAccount
+#                          troupe-system/troupe of deploy/rbac.yaml (build/e2e/troupe-kubeconfig;
+#                          TROUPE_E2E_ADMIN=1 runs it as admin) and --scheduler-name
+#                          $TROUPE_SCHEDULER_NAME. Default: standalone (--cluster
+#                          build/e2e/cluster.yaml). Kept in state.env, so troupe-restart.sh starts
+#                          the same mode.
 #   TROUPE_SCHEDULER_NAME  scheduler profile name (default troupe-scheduler)
 #   NODE_CREATE_PARALLEL   max concurrent kubectl create processes for nodes (default 2)
 #   KEEP_ON_FAILURE=1      leave processes running if startup fails (for debugging)
@@ -93,7 +96,7 @@ cleanup_on_failure() {
 trap cleanup_on_failure EXIT
 
 # ---- fresh state ------------------------------------------------------------
-rm -rf "$E2E_LOGS" "$E2E_PIDS" "$E2E_DIR/pki" "$E2E_DIR/nodes" "$E2E_RECORD"
+rm -rf "$E2E_LOGS" "$E2E_PIDS" "$E2E_DIR/pki" "$E2E_DIR/nodes" "$E2E_RECORD" "$E2E_TROUPE_KUBECONFIG"
 mkdir -p "$E2E_LOGS" "$E2E_PIDS" "$E2E_DIR/pki"
 read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT free_troupe_port free_metrics_port \
   <<< "$(e2e_free_ports 6)"

@@ -8,6 +8,10 @@
 #   logs/<name>.log    etcd, kube-apiserver, kube-scheduler, troupe
 #   record/<start>/    request bodies Troupe recorded (--record-dir), one dir per Troupe start
 #   kubeconfig         admin kubeconfig (static token, CA-verified TLS)
+#   troupe-kubeconfig  TROUPE_MODE=kube: Troupe's own, a token of the ServiceAccount
+#                      troupe-system/troupe with deploy/rbac.yaml's ClusterRole and nothing
+#                      else (made at the first Troupe start, renewed after a day; TROUPE_E2E_ADMIN=1:
+#                      admin instead)
 #   pki/ tokens.csv sa.key scheduler-config.yaml nodes.json cluster.yaml
 
 E2E_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,6 +21,7 @@ E2E_LOGS="$E2E_DIR/logs"
 E2E_PIDS="$E2E_DIR/pids"
 E2E_STATE="$E2E_DIR/state.env"
 E2E_KUBECONFIG="$E2E_DIR/kubeconfig"
+E2E_TROUPE_KUBECONFIG="$E2E_DIR/troupe-kubeconfig"
 E2E_RECORD="$E2E_DIR/record"   # request bodies Troupe recorded (kept by cluster-down)
 K8S_VERSION="$(awk '$1=="k8s.io/kubernetes" && $2 ~ /^v1\./ {print $2; exit}' "$E2E_ROOT/tools/k8s/go.mod")"
 K8S_BIN="${K8S_BIN:-$E2E_ROOT/build/k8s/$K8S_VERSION/bin}"
@@ -140,6 +145,43 @@ e2e_apiserver_ok() {
 e2e_scheduler_ok() { e2e_pid kube-scheduler >/dev/null && curl -fsSk --max-time 2 "https://127.0.0.1:$SCHEDULER_PORT/healthz" >/dev/null 2>&1; }
 e2e_troupe_ok() { e2e_pid troupe >/dev/null && curl -fsS --max-time 2 "http://127.0.0.1:$TROUPE_PORT/healthz" >/dev/null 2>&1; }
 
+# e2e_troupe_credentials: write $E2E_TROUPE_KUBECONFIG, Troupe's kubeconfig with a token of
+# troupe-system/troupe bound to deploy/rbac.yaml's ClusterRole only, so the e2e runs Troupe with
+# the permissions the project ships (a missing one shows as Forbidden). Applies deploy/rbac.yaml.
+# A file younger than a day (the token lasts two) is reused, so restarts stay fast; cluster-up
+# removes it with the rest of a cluster's state.
+e2e_troupe_credentials() {
+  if [ -n "$(find "$E2E_TROUPE_KUBECONFIG" -mmin -1440 2>/dev/null)" ]; then return 0; fi
+  "$KUBECTL" --kubeconfig "$E2E_KUBECONFIG" apply -f "$E2E_ROOT/deploy/rbac.yaml" >/dev/null ||
+    e2e_die "kubectl apply -f deploy/rbac.yaml failed"
+  local token server ca
+  token="$("$KUBECTL" --kubeconfig "$E2E_KUBECONFIG" create token troupe -n troupe-system --duration=48h)" ||
+    e2e_die "kubectl create token troupe -n troupe-system failed"
+  server="$(awk '$1=="server:"{print $2; exit}' "$E2E_KUBECONFIG")"
+  ca="$(awk '$1=="certificate-authority-data:"{print $2; exit}' "$E2E_KUBECONFIG")"
+  (
+    umask 077
+    cat > "$E2E_TROUPE_KUBECONFIG.tmp" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: troupe-e2e
+  cluster:
+    server: $server
+    certificate-authority-data: $ca
+users:
+- name: troupe-sa
+  user:
+    token: $token
+contexts:
+- name: troupe
+  context: {cluster: troupe-e2e, user: troupe-sa, namespace: troupe-system}
+current-context: troupe
+KC
+    mv "$E2E_TROUPE_KUBECONFIG.tmp" "$E2E_TROUPE_KUBECONFIG"
+  )
+}
+
 # troupe_start: start Troupe on $TROUPE_PORT if $TROUPE_BIN is executable;
 # otherwise warn and return 0 (the control plane is still usable).
 # Extra arguments come from $TROUPE_ARGS (word-split).
@@ -167,7 +209,14 @@ troupe_start() {
   # pods itself; otherwise it runs standalone on build/e2e/cluster.yaml.
   local source=(--cluster "$E2E_DIR/cluster.yaml") ready_path=/healthz
   if [ "${TROUPE_MODE:-standalone}" = kube ]; then
-    source=(--kubeconfig "$E2E_KUBECONFIG")
+    if [ "${TROUPE_E2E_ADMIN:-0}" = 1 ]; then
+      source=(--kubeconfig "$E2E_KUBECONFIG")
+    else
+      e2e_troupe_credentials
+      source=(--kubeconfig "$E2E_TROUPE_KUBECONFIG")
+    fi
+    # Troupe binds only the pods of kube-scheduler's profile.
+    source+=(--scheduler-name "${TROUPE_SCHEDULER_NAME:-troupe-scheduler}")
     ready_path=/readyz   # ready once its first list of nodes and pods is in
   fi
   # Probes and Prometheus on their own port, as the Helm chart runs it (older state.env: none).

@@ -41,20 +41,32 @@ Flags:
                        probes and Prometheus, while --listen stays on 127.0.0.1 for
                        kube-scheduler in the same pod.
   --config FILE        YAML: listen, maxBodyBytes, logLevel, policy {name, weights},
-                       filter {narrowTo},
-                       topology {levels}.
+                       filter {narrowTo}, topology {levels}, schedulerNames,
+                       learnedNodes {maxNodes, ttlSeconds}.
                        See examples/config.yaml.
   --cluster FILE       YAML list of nodes for standalone mode (no Kubernetes API), e.g.
-                       examples/cluster.yaml. Without it Troupe learns nodes from full-node
-                       filter requests (nodeCacheCapable: false).
+                       examples/cluster.yaml; requests never change these nodes. Without it
+                       (and without the API) Troupe learns nodes from full-node filter
+                       requests (nodeCacheCapable: false): at most learnedNodes.maxNodes
+                       (10000), each forgotten when no request carried it for
+                       learnedNodes.ttlSeconds (3600).
   --kubeconfig FILE    watch the cluster through the Kubernetes API with this kubeconfig:
                        nodes and GPU pods are cached from the API, GPU indices are read back
                        from the troupe.dev/gpus pod annotation, and bind writes that
-                       annotation and creates the Binding (set bindVerb: bind). /readyz turns
+                       annotation on the Binding (set bindVerb: bind). /readyz turns
                        200 after the first full sync. Running in a pod (KUBERNETES_SERVICE_HOST
                        set) without --cluster or --kubeconfig does the same with the pod's
                        service account. RBAC: deploy/rbac.yaml.
   --kube-context NAME  the kubeconfig context to use (default: its current-context)
+  --scheduler-name NAME
+                       Kubernetes mode: bind only pods whose spec.schedulerName is NAME;
+                       repeat it for each kube-scheduler profile that calls Troupe
+                       (default troupe-scheduler, or 'schedulerNames' in --config). Other
+                       pods get an error naming their scheduler, and nothing is bound.
+  --allow-insecure-api-server
+                       accept an http:// API server (e.g. kubectl proxy on 127.0.0.1).
+                       Without it Troupe refuses one: credentials and pods would cross the
+                       network in clear text.
   --narrow-to best|all filter passes only the node Troupe ranks first (best), so
                        kube-scheduler places the pod exactly there, or every node that fits
                        (all, the default; or 'filter: {narrowTo: ...}' in --config)
@@ -81,7 +93,15 @@ struct ServeFlags {
   std::optional<std::string> kubeconfig;
   std::optional<std::string> kube_context;
   std::optional<std::string> narrow_to;
+  std::vector<std::string> scheduler_names;
+  bool allow_insecure_api_server = false;
 };
+
+std::string schedulerList(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ",") + n;
+  return out;
+}
 
 int usage(const std::string& message) {
   std::cerr << "troupe serve: " << message << "\nRun 'troupe help serve' for the flags.\n";
@@ -111,11 +131,23 @@ int serveCommand(const std::vector<std::string>& args) {
       arg = arg.substr(0, eq);
       has_value = true;
     }
+    if (arg == "--allow-insecure-api-server") {
+      if (has_value) return usage("--allow-insecure-api-server takes no value");
+      flags.allow_insecure_api_server = true;
+      continue;
+    }
     auto it = valued.find(arg);
-    if (it == valued.end()) return usage("unknown flag \"" + arg + "\"");
+    const bool repeated = arg == "--scheduler-name";
+    if (it == valued.end() && !repeated) return usage("unknown flag \"" + arg + "\"");
     if (!has_value) {
       if (i + 1 >= args.size()) return usage(arg + " needs a value");
       value = args[++i];
+    }
+    if (repeated) {
+      if (Status st = config::checkSchedulerName(value); !st.isOk())
+        return usage("--scheduler-name " + st.message());
+      flags.scheduler_names.push_back(value);
+      continue;
     }
     *it->second = value;
   }
@@ -128,6 +160,7 @@ int serveCommand(const std::vector<std::string>& args) {
   }
   if (flags.listen) cfg.listen = *flags.listen;
   if (flags.log_level) cfg.log_level = *flags.log_level;
+  if (!flags.scheduler_names.empty()) cfg.scheduler_names = flags.scheduler_names;
   if (flags.narrow_to) {
     Result<bool> narrow = config::parseNarrowTo(*flags.narrow_to);
     if (!narrow.isOk()) return usage("--narrow-to " + narrow.status().message());
@@ -171,6 +204,15 @@ int serveCommand(const std::vector<std::string>& args) {
       endpoint = ep.value();
     }
   }
+  std::vector<std::string> endpoint_warnings;
+  if (endpoint) {
+    Result<std::vector<std::string>> checked =
+        kube::checkEndpointSecurity(*endpoint, flags.allow_insecure_api_server);
+    if (!checked.isOk()) return usage(checked.status().message());
+    endpoint_warnings = checked.value();
+  } else if (flags.allow_insecure_api_server) {
+    return usage("--allow-insecure-api-server needs the Kubernetes API (--kubeconfig, or in a pod)");
+  }
   std::unique_ptr<kube::ApiClient> api;
   if (endpoint) {
     kube::ApiClientOptions api_options;
@@ -181,7 +223,13 @@ int serveCommand(const std::vector<std::string>& args) {
   }
 
   http::Logger logger(std::cerr, level);
+  for (const std::string& w : endpoint_warnings)
+    logger.warn("insecure API server connection", {{"warning", w}});
   sched::SchedulerConfig sched_config;
+  // Request bodies change node facts only when nothing else provides them (learn mode).
+  sched_config.learning.enabled = !flags.cluster && !endpoint;
+  sched_config.learning.max_nodes = cfg.learned_max_nodes;
+  sched_config.learning.ttl = std::chrono::seconds(cfg.learned_ttl_seconds);
   sched_config.policy = cfg.policy;
   sched_config.narrow_to_best = cfg.narrow_to_best;
   sched_config.topology_levels = cfg.topology_levels;
@@ -214,6 +262,7 @@ int serveCommand(const std::vector<std::string>& args) {
     kube::KubeOptions kube_options;
     char host[256] = {};
     if (gethostname(host, sizeof host - 1) == 0) kube_options.events.instance = host;
+    kube_options.binder.scheduler_names = cfg.scheduler_names;
     cluster = std::make_unique<kube::KubeRuntime>(*api, scheduler, logger, kube_options, &metrics);
     handler.setReady(false);  // until the first full sync of nodes and pods
     handler.setBinder(&cluster->binder());
@@ -238,8 +287,9 @@ int serveCommand(const std::vector<std::string>& args) {
   // Gang barriers and abandoned plans expire on this clock, not on request traffic.
   std::atomic<bool> stopping{false};
   std::thread ticker([&] {
-    while (!stopping.load()) {
+    for (unsigned n = 0; !stopping.load(); ++n) {
       scheduler.tick();
+      if (n % 10 == 0) scheduler.expireLearnedNodes();  // learn mode: also while no request comes
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
@@ -251,7 +301,8 @@ int serveCommand(const std::vector<std::string>& args) {
                           {"nodes", std::to_string(scheduler.nodeCount())},
                           {"policy", sched::policyName(cfg.policy.kind)},
                           {"narrowTo", cfg.narrow_to_best ? "best" : "all"},
-                          {"mode", mode}});
+                          {"mode", mode},
+                          {"schedulerNames", endpoint ? schedulerList(cfg.scheduler_names) : "-"}});
   if (cluster) cluster->start([&handler] { handler.setReady(true); });
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);

@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace troupe::sched {
 
@@ -36,6 +37,16 @@ bool NodeReasons::reword(std::string_view node, std::string_view reason) {
     e.reason = *id;
   }
   return id.has_value();
+}
+
+void NodeReasons::rewordAll(const std::vector<std::pair<std::string, std::string>>& reasons) {
+  if (reasons.empty()) return;
+  std::unordered_map<std::string_view, std::string_view> by_node;
+  by_node.reserve(reasons.size());
+  for (const auto& [node, reason] : reasons) by_node[node] = reason;
+  for (Entry& e : entries_) {
+    if (auto it = by_node.find(e.node); it != by_node.end()) e.reason = intern(it->second);
+  }
 }
 
 const NodeReasons::Entry* NodeReasons::findEntry(std::string_view node) const {

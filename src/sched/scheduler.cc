@@ -79,6 +79,9 @@ Status Scheduler::upsertNode(const model::NodeFacts& facts) {
       it->second.setOrdinal(free_ordinals_.back());
       free_ordinals_.pop_back();
     }
+    const uint32_t ordinal = it->second.ordinal();
+    if (ordinal_births_.size() <= ordinal) ordinal_births_.resize(ordinal + 1, 0);
+    ordinal_births_[ordinal] = ++births_;
   } else {
     it->second.setInfo(std::move(info).value());
   }
@@ -198,12 +201,14 @@ std::optional<model::Allocation> Scheduler::allocationOf(const std::string& pod_
   return *a;
 }
 
-Scheduler::Seen Scheduler::remember(const PodFacts& pod, const GpuRequest& req, const std::string& gang) {
+Scheduler::Seen Scheduler::remember(const PodFacts& pod, const GpuRequest& req, const std::string& gang,
+                                    uint64_t* seq) {
   if (pod.uid.empty()) return Seen::kFirst;
   std::lock_guard lock(pending_mu_);
   if (deletedPod(pod.uid)) return Seen::kDeleted;  // kube-scheduler's late call for a deleted pod
   auto [it, fresh] = pending_.try_emplace(pod.uid);
-  it->second = Pending{req, pod.key(), ++pending_seq_, gang};
+  it->second = Pending{req, pod.key(), ++pending_seq_, gang, false, {}, 0};
+  if (seq) *seq = it->second.seq;
   if (pending_.size() > config_.max_pending_pods) {
     // Forget the oldest tenth: pods that were filtered long ago and never bound.
     std::vector<std::pair<uint64_t, std::string>> order;
@@ -213,6 +218,47 @@ Scheduler::Seen Scheduler::remember(const PodFacts& pod, const GpuRequest& req, 
     for (size_t i = 0; i < order.size() / 10 + 1; ++i) pending_.erase(order[i].second);
   }
   return fresh ? Seen::kFirst : Seen::kAgain;
+}
+
+void Scheduler::recordPassedLocked(const std::string& uid, uint64_t seq,
+                                   const std::vector<std::string>& passed,
+                                   const std::vector<const model::NodeState*>* nodes) {
+  if (uid.empty()) return;
+  std::vector<uint32_t> ordinals;
+  ordinals.reserve(passed.size());
+  for (size_t i = 0; i < passed.size(); ++i) {
+    const model::NodeState* node = nodes ? (*nodes)[i] : index_.find(passed[i]);
+    if (node) ordinals.push_back(node->ordinal());
+  }
+  NodeOrdinalSet set(std::move(ordinals));
+  std::lock_guard lock(pending_mu_);
+  auto it = pending_.find(uid);
+  if (it == pending_.end() || it->second.seq != seq) return;  // a later filter of the pod won
+  it->second.filtered = true;
+  it->second.passed = std::move(set);
+  it->second.births = births_;
+}
+
+Status Scheduler::checkFilteredLocked(const std::string& pod_uid, const std::string& key,
+                                      const std::string& node) const {
+  const std::optional<Pending> pending = pendingOf(pod_uid);
+  if (!pending || !pending->filtered) {
+    return failedPrecondition(
+        "Troupe has no record of pod " + key + " (uid " + pod_uid +
+        ") passing its filter: it must pass Troupe's filter before it can be bound "
+        "(after a restart of Troupe, kube-scheduler filters the pod again and retries)");
+  }
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return notFound("node " + node + " is unknown to Troupe");
+  const uint32_t ordinal = it->second.ordinal();
+  const bool same_node = ordinal < ordinal_births_.size() && ordinal_births_[ordinal] <= pending->births;
+  if (!same_node || !pending->passed.contains(ordinal)) {
+    return failedPrecondition("node " + node + " did not pass Troupe's filter for pod " + key +
+                              " (its last filter passed " + std::to_string(pending->passed.size()) + " node" +
+                              (pending->passed.size() == 1 ? "" : "s") +
+                              "): Troupe binds a pod only to a node it filtered it onto");
+  }
+  return Status::ok();
 }
 
 std::optional<Scheduler::Pending> Scheduler::pendingOf(const std::string& uid) const {
@@ -241,8 +287,9 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
   }
   // The mix counts each pod once: a pod kube-scheduler retries a hundred times while it waits
   // is still one request.
+  uint64_t seq = 0;
   const bool in_gang = gang.value() && req.value().wantsGpus();
-  const Seen seen = remember(pod, req.value(), in_gang ? gang.value()->key : "");
+  const Seen seen = remember(pod, req.value(), in_gang ? gang.value()->key : "", &seq);
   if (seen == Seen::kDeleted) {
     out.unresolvable.addAll(node_names, "troupe: pod " + pod.key() + " (uid " + pod.uid +
                                             ") was deleted; Troupe no longer schedules it");
@@ -256,21 +303,25 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
     {
       std::unique_lock lock(mu_);
       out = filterGangLocked(pod, req.value(), *gang.value(), node_names, &completions);
+      recordPassedLocked(pod.uid, seq, out.passed);
       notices.swap(notices_);
     }
     deliver(std::move(notices), std::move(completions));
     return out;
   }
   std::shared_lock lock(mu_);
-  if (!config_.narrow_to_best) return filterSingleLocked(req.value(), node_names);
   std::vector<const model::NodeState*> passed_nodes;
   out = filterSingleLocked(req.value(), node_names, "", &passed_nodes);
-  if (out.passed.size() > 1) narrowLocked(req.value(), passed_nodes, out);
+  if (config_.narrow_to_best && out.passed.size() > 1) {
+    const int best = narrowLocked(req.value(), passed_nodes, out);
+    passed_nodes.assign(1, passed_nodes[static_cast<size_t>(best)]);
+  }
+  recordPassedLocked(pod.uid, seq, out.passed, &passed_nodes);
   return out;
 }
 
-void Scheduler::narrowLocked(const GpuRequest& req, const std::vector<const model::NodeState*>& nodes,
-                             FilterResult& out) const {
+int Scheduler::narrowLocked(const GpuRequest& req, const std::vector<const model::NodeState*>& nodes,
+                            FilterResult& out) const {
   const std::shared_ptr<const RequestMix> mix = mix_window_.current();
   const ScoreContext context{mix.get(), nullptr};
   auto score = [&](const model::NodeState& node) { return nodeValue(config_.policy, node, req, context); };
@@ -287,6 +338,7 @@ void Scheduler::narrowLocked(const GpuRequest& req, const std::vector<const mode
   }
   std::string keep = std::move(out.passed[static_cast<size_t>(best)]);
   out.passed.assign(1, std::move(keep));
+  return best;
 }
 
 FilterResult Scheduler::filterSingleLocked(const GpuRequest& req, const std::vector<std::string>& node_names,
@@ -298,11 +350,9 @@ FilterResult Scheduler::filterSingleLocked(const GpuRequest& req, const std::vec
   std::vector<const model::NodeState*> found(node_names.size(), nullptr);
   index_.findAll(node_names, found);
   out.passed.reserve(node_names.size());
-  if (passed_nodes) {
-    // Narrowing follows: nearly every candidate ends in FailedNodes.
-    passed_nodes->reserve(node_names.size());
-    out.failed.reserve(node_names.size());
-  }
+  if (passed_nodes) passed_nodes->reserve(node_names.size());
+  // Narrowing follows: nearly every candidate ends in FailedNodes.
+  if (config_.narrow_to_best) out.failed.reserve(node_names.size());
   // Each distinct misfit is worded once per call (the model misfit once per GPU product), and
   // rejections are counted per misfit, then added to the category map at the end.
   constexpr NodeReasons::ReasonId kUnworded = ~NodeReasons::ReasonId{0};
@@ -362,19 +412,96 @@ FilterResult Scheduler::filterNodes(const PodFacts& pod, const std::vector<model
                                     std::vector<std::string>* learn_errors) {
   std::vector<std::string> names;
   names.reserve(nodes.size());
+  for (const model::NodeFacts& facts : nodes) names.push_back(facts.name);
+  const std::vector<std::pair<std::string, std::string>> bad = learnNodes(nodes, learn_errors);
+  FilterResult out = filter(pod, names);
+  // A node whose facts are broken is reported with what is broken, not as "unknown".
+  out.unresolvable.rewordAll(bad);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> Scheduler::learnNodes(
+    const std::vector<model::NodeFacts>& nodes, std::vector<std::string>* learn_errors) {
   std::vector<std::pair<std::string, std::string>> bad;
-  for (const model::NodeFacts& facts : nodes) {
-    names.push_back(facts.name);
-    Status s = upsertNode(facts);
+  if (!config_.learning.enabled || nodes.empty()) return bad;
+  // Kubernetes names a node with a DNS subdomain: at most 253 characters.
+  constexpr size_t kMaxNodeName = 253;
+  const Clock::time_point t = now();
+  bool expire = false;
+  {
+    std::lock_guard lock(learn_mu_);
+    if (t >= next_expiry_) {
+      expire = true;
+      next_expiry_ = t + std::chrono::seconds(1);
+    }
+  }
+  if (expire) expireLearnedNodes();  // first, so that expired nodes make room
+  size_t refused = 0;
+  std::vector<const model::NodeFacts*> accepted;
+  accepted.reserve(nodes.size());
+  {
+    std::lock_guard lock(learn_mu_);
+    for (const model::NodeFacts& facts : nodes) {
+      if (facts.name.empty() || facts.name.size() > kMaxNodeName) {
+        bad.emplace_back(facts.name, "troupe: a node name must have 1 to 253 characters, this one has " +
+                                         std::to_string(facts.name.size()) + "; the node was not learned");
+        continue;
+      }
+      auto it = learned_.find(facts.name);
+      if (it == learned_.end()) {
+        if (learned_.size() >= config_.learning.max_nodes) {
+          ++refused;
+          bad.emplace_back(facts.name,
+                           "troupe: node not learned: Troupe already keeps the most nodes it learns "
+                           "from requests (" +
+                               std::to_string(config_.learning.max_nodes) +
+                               ", learnedNodes.maxNodes); nodes not seen for learnedNodes.ttlSeconds "
+                               "are forgotten");
+          continue;
+        }
+        it = learned_.emplace(facts.name, t).first;
+      }
+      it->second = t;
+      accepted.push_back(&facts);
+    }
+  }
+  if (refused > 0 && learn_errors) {
+    learn_errors->push_back(std::to_string(refused) + " nodes of the request were not learned: " +
+                            std::to_string(config_.learning.max_nodes) +
+                            " learned nodes are kept at most (learnedNodes.maxNodes)");
+  }
+  for (const model::NodeFacts* facts : accepted) {
+    Status s = upsertNode(*facts);
     if (!s.isOk()) {
-      bad.emplace_back(facts.name, "troupe: " + s.message());
+      bad.emplace_back(facts->name, "troupe: " + s.message());
       if (learn_errors) learn_errors->push_back(s.message());
     }
   }
-  FilterResult out = filter(pod, names);
-  // A node whose facts are broken is reported with what is broken, not as "unknown".
-  for (const auto& [name, reason] : bad) out.unresolvable.reword(name, reason);
-  return out;
+  return bad;
+}
+
+size_t Scheduler::expireLearnedNodes() {
+  if (!config_.learning.enabled) return 0;
+  const Clock::time_point t = now();
+  std::vector<std::string> gone;
+  {
+    std::lock_guard lock(learn_mu_);
+    for (auto it = learned_.begin(); it != learned_.end();) {
+      if (t - it->second >= config_.learning.ttl) {
+        gone.push_back(it->first);
+        it = learned_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const std::string& name : gone) removeNode(name);
+  return gone.size();
+}
+
+size_t Scheduler::learnedNodeCount() const {
+  std::lock_guard lock(learn_mu_);
+  return learned_.size();
 }
 
 std::vector<HostScore> Scheduler::prioritize(const PodFacts& pod,
@@ -472,7 +599,8 @@ Result<model::Allocation> Scheduler::reserve(const std::string& pod_uid, const s
   }
   if (!pending) {
     return failedPrecondition("Troupe has no record of pod " + key + " (uid " + pod_uid +
-                              "): it must pass Troupe's filter before it can be bound");
+                              "): it must pass Troupe's filter before it can be bound (after a restart of "
+                              "Troupe, kube-scheduler filters the pod again and retries)");
   }
   return reserveLocked(pod_uid, key, node, pending->request);
 }
@@ -481,6 +609,7 @@ Result<model::Allocation> Scheduler::reserveLocked(const std::string& pod_uid, c
                                                    const std::string& node, const GpuRequest& req) {
   auto it = nodes_.find(node);
   if (it == nodes_.end()) return notFound("node " + node + " is unknown to Troupe");
+  if (Status s = checkFilteredLocked(pod_uid, key, node); !s.isOk()) return s;
   model::Allocation a;
   a.pod_uid = pod_uid;
   a.pod_key = key;

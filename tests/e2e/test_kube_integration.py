@@ -1,7 +1,7 @@
 """Troupe watching the real API server and binding pods itself (TROUPE_MODE=kube).
 
 Start the cluster in that mode first:
-    TROUPE_MODE=kube scripts/cluster-up.sh     # Troupe --kubeconfig build/e2e/kubeconfig, bindVerb: bind
+    TROUPE_MODE=kube scripts/cluster-up.sh     # Troupe --kubeconfig build/e2e/troupe-kubeconfig, bindVerb: bind
     python3 -m pytest tests/e2e/test_kube_integration.py -v -s
 The module is skipped (with a message) on a cluster started in the default standalone mode.
 
@@ -317,7 +317,7 @@ def test_stream_of_gpu_pods_all_bound_with_valid_indices(api, namespace, schedul
     results["stream_40_pods_s"] = round(elapsed, 2)
     results["bind_mean_ms"] = round(mean_ms, 2)
     print(f"\n[measure] 40 pods bound in {elapsed:.1f} s; {binds} binds, mean bind latency {mean_ms:.1f} ms "
-          "(GET pod + PATCH annotation + POST binding, server side)")
+          "(GET pod + POST binding with the annotation, server side)")
     # Users see the decision on the pod.
     deadline = time.monotonic() + 15
     while True:
@@ -421,16 +421,47 @@ def test_pods_bound_by_others_hold_gpus_at_unknown_indices(api, namespace, sched
     assert wait_model_matches_api(api, troupe_url)["free"] == free0 - 1
 
 
+def test_bind_is_no_confused_deputy(api, namespace, scheduler_name, troupe_url):
+    """Security review K2: whoever reaches the verb port cannot make Troupe bind a pod that is not
+    its profile's, or one it did not filter onto that node. Each is refused with a named error
+    and stays unbound."""
+    def bind(name, node):
+        uid = api.get_pod(namespace, name)["metadata"]["uid"]
+        status, res = http_post(troupe_url + "/bind", {"PodName": name, "PodNamespace": namespace,
+                                                       "PodUID": uid, "Node": node})
+        assert status == 200, res
+        return res["Error"]
+
+    # A default-scheduler pod (no default scheduler runs here: it stays pending), no GPUs, with a
+    # nodeSelector for another node.
+    api.create_pod(namespace, gpu_pod("victim", gpus=0, scheduler="default-scheduler",
+                                      node_selector={"kubernetes.io/hostname": "a10-1"}))
+    err = bind("victim", "h100-0")
+    assert 'spec.schedulerName "default-scheduler"' in err and scheduler_name in err, err
+    # Troupe's own profile, but a pod no node passes (its nodeSelector names no node): kube-scheduler
+    # never sends it to Troupe's filter, so Troupe has no record of it on any node.
+    api.create_pod(namespace, gpu_pod("stray", gpus=1, scheduler=scheduler_name,
+                                      node_selector={"kubernetes.io/hostname": "no-such-node"}))
+    time.sleep(1)
+    err = bind("stray", "h100-0")
+    assert "no record of pod" in err, err
+    time.sleep(1)
+    for name in ("victim", "stray"):
+        assert not api.get_pod(namespace, name)["spec"].get("nodeName"), f"{name} was bound"
+
+
 def test_rbac_is_enough_in_cluster_with_token_rotation(api, kube, namespace, e2e_state, troupe_url):
     kube.kubectl("apply", "-f", os.path.join(ROOT, "deploy", "rbac.yaml"))
     sa = "system:serviceaccount:troupe-system:troupe"
     def can(*args):
         return kube.kubectl("auth", "can-i", *args, "--as", sa, check=False).stdout.strip()
 
-    for args in [("list", "nodes"), ("watch", "nodes"), ("get", "pods"), ("watch", "pods"), ("patch", "pods"),
+    for args in [("list", "nodes"), ("watch", "nodes"), ("get", "pods"), ("watch", "pods"),
                  ("create", "pods", "--subresource=binding"), ("create", "events")]:
         assert can(*args) == "yes", f"{sa} may not {' '.join(args)}"
-    for args in [("delete", "pods"), ("create", "pods"), ("update", "pods"), ("update", "nodes"), ("patch", "nodes"),
+    # No pod writes: the GPU annotation travels on the Binding.
+    for args in [("patch", "pods"), ("delete", "pods"), ("create", "pods"), ("update", "pods"), ("update", "nodes"),
+                 ("patch", "nodes"),
                  ("get", "secrets"), ("list", "configmaps"), ("patch", "pods", "--subresource=status"),
                  ("create", "pods", "--subresource=eviction"), ("delete", "events")]:
         assert can(*args) == "no", f"{sa} may {' '.join(args)}, more than Troupe needs"
@@ -453,7 +484,7 @@ def test_rbac_is_enough_in_cluster_with_token_rotation(api, kube, namespace, e2e
     write_token(api.create_token("troupe-system", "troupe-e2e-old"))
     env = {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": e2e_state["APISERVER_PORT"],
            "TROUPE_SERVICEACCOUNT_DIR": sa_dir}
-    side = SideTroupe([], env=env)
+    side = SideTroupe(["--scheduler-name", "troupe-e2e-manual"], env=env)
     try:
         wait_ready(side.url, 30)
         assert "in-cluster service account" in side.logs()

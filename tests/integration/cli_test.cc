@@ -127,3 +127,26 @@ TEST_CASE("simulate --in-order writes every pod's node in file order", "[cli][si
   while (std::getline(pods, line)) pod_rows += line.empty() ? 0 : 1;
   CHECK(rows == pod_rows);  // once each, no clones
 }
+
+TEST_CASE("an http:// API server is refused unless --allow-insecure-api-server says so", "[cli][security]") {
+  std::string kc = tempFile("http-kubeconfig",
+                            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+                            "clusters: [{name: k, cluster: {server: \"http://127.0.0.1:1\"}}]\n"
+                            "users: [{name: u, user: {token: s3cr3t}}]\n"
+                            "contexts: [{name: c, context: {cluster: k, user: u}}]\n");
+  Run r = troupe("serve --listen 127.0.0.1:1 --kubeconfig " + kc);
+  CHECK(r.code == 2);
+  CHECK(r.output.find("http://127.0.0.1:1") != std::string::npos);
+  CHECK(r.output.find("--allow-insecure-api-server") != std::string::npos);
+  CHECK(r.output.find("s3cr3t") == std::string::npos);
+
+  Run alone = troupe("serve --listen 127.0.0.1:1 --allow-insecure-api-server");
+  CHECK(alone.code == 2);
+  CHECK(alone.output.find("needs the Kubernetes API") != std::string::npos);
+
+  Run name = troupe("serve --listen 127.0.0.1:1 --scheduler-name Troupe_Scheduler");
+  CHECK(name.code == 2);
+  CHECK(name.output.find("--scheduler-name \"Troupe_Scheduler\" is not a scheduler profile name") !=
+        std::string::npos);
+  CHECK(troupe("serve --help").output.find("--scheduler-name NAME") != std::string::npos);
+}

@@ -1,5 +1,6 @@
-// Binding through a fake API server: the annotation and the Binding, idempotent retries,
-// concurrent binds, and what stays held after each kind of failure.
+// Binding through a fake API server: one Binding that carries the annotation, idempotent
+// retries, concurrent binds, what stays held after each kind of failure, and the pods Troupe
+// refuses to bind (other schedulers' pods, pods it did not filter onto the node).
 #include <catch2/catch.hpp>
 #include <set>
 #include <sstream>
@@ -33,11 +34,13 @@ using troupe::kube::testing::toKube;
 struct World : troupe::kube::testing::SyncWorld {
   FakeApi api;
   EventRecorder events{api, logger, troupe::kube::EventOptions{}};
-  Binder binder{api, scheduler, sync, &events, logger};
+  Binder binder;
 
-  World() {
+  explicit World(troupe::kube::BinderOptions options = {})
+      : binder(api, scheduler, sync, &events, logger, std::move(options)) {
     for (const char* n : {"n1", "n2"}) REQUIRE(scheduler.upsertNode(troupe::testing::gpuNode(n, 8)).isOk());
   }
+
   // A pod that exists in the API and passed Troupe's filter, as kube-scheduler would have it.
   BindingArgs pod(const std::string& name, int gpus, const std::string& node = "n1", bool filtered = true) {
     api.putPod(podJson(name, gpus));
@@ -53,6 +56,14 @@ struct World : troupe::kube::testing::SyncWorld {
     if (!p || !(*p)["metadata"].contains("annotations")) return "";
     return (*p)["metadata"]["annotations"].value("troupe.dev/gpus", "");
   }
+  // What the API server does with a Binding it stores: the node, and its annotations.
+  static void storeBinding(json& pod, const std::string& binding_body) {
+    json b = json::parse(binding_body);
+    pod["spec"]["nodeName"] = b["target"]["name"];
+    if (b["metadata"].contains("annotations")) {
+      for (auto& [k, v] : b["metadata"]["annotations"].items()) pod["metadata"]["annotations"][k] = v;
+    }
+  }
   std::string nodeOf(const std::string& name) {
     auto p = api.pod("default", name);
     return p && (*p)["spec"].contains("nodeName") ? (*p)["spec"]["nodeName"].get<std::string>() : "";
@@ -61,7 +72,7 @@ struct World : troupe::kube::testing::SyncWorld {
 
 }  // namespace
 
-TEST_CASE("binder: annotation, then Binding, then an Event", "[kube][binder]") {
+TEST_CASE("binder: one Binding carries the annotation, then an Event", "[kube][binder]") {
   World w;
   BindingArgs b = w.pod("a", 4);
   auto r = w.binder.bind(b);
@@ -71,16 +82,21 @@ TEST_CASE("binder: annotation, then Binding, then an Event", "[kube][binder]") {
   CHECK(w.nodeOf("a") == "n1");
   CHECK(w.annotation("a") == troupe::kube::formatGpus(r.value().gpus));
   CHECK(w.scheduler.allocationOf("uid-a")->gpus == r.value().gpus);
-  // The order of writes: the annotation first, so a bound pod always carries it.
-  auto calls = w.api.calls();
-  std::vector<std::string> writes;
-  for (const auto& c : calls) {
-    if (c.method != "GET")
-      writes.push_back(c.method + (c.path.find("/binding") != std::string::npos ? " binding" : ""));
+  // One write binds the pod: the Binding, with troupe.dev/gpus in its metadata.annotations
+  // (the API server copies them onto the pod) and the pod's uid as precondition. No PATCH.
+  std::vector<troupe::kube::testing::FakeApi::Call> writes;
+  for (const auto& c : w.api.calls()) {
+    if (c.method != "GET" && c.path.find("/events") == std::string::npos) writes.push_back(c);
   }
-  REQUIRE(writes.size() >= 2);
-  CHECK(writes[0] == "PATCH");
-  CHECK(writes[1] == "POST binding");
+  REQUIRE(writes.size() == 1);
+  CHECK(writes[0].method == "POST");
+  CHECK(writes[0].path == "/api/v1/namespaces/default/pods/a/binding");
+  json binding = json::parse(writes[0].body);
+  CHECK(binding["kind"] == "Binding");
+  CHECK(binding["metadata"]["uid"] == "uid-a");
+  CHECK(binding["metadata"]["annotations"]["troupe.dev/gpus"] == troupe::kube::formatGpus(r.value().gpus));
+  CHECK(binding["target"]["name"] == "n1");
+  CHECK(w.api.count("PATCH", "/pods/a") == 0);
   w.events.flush();
   CHECK(w.events.posted() == 1);
   bool found = false;
@@ -152,13 +168,104 @@ TEST_CASE("binder: concurrent binds to one node never share a GPU", "[kube][bind
   w.binder.stop();
 }
 
-TEST_CASE("binder: a pod Troupe never filtered (it restarted) is checked, then bound", "[kube][binder]") {
+TEST_CASE("binder: a pod without GPUs gets a Binding without annotations", "[kube][binder]") {
   World w;
-  BindingArgs b = w.pod("late", 2, "n1", /*filtered=*/false);
+  BindingArgs b = w.pod("plain", 0);
   auto r = w.binder.bind(b);
   INFO(r.status().message());
   REQUIRE(r.isOk());
+  CHECK(w.nodeOf("plain") == "n1");
+  CHECK(w.annotation("plain").empty());
+  for (const auto& c : w.api.calls()) {
+    if (c.path.find("/binding") != std::string::npos)
+      CHECK_FALSE(json::parse(c.body)["metadata"].contains("annotations"));
+  }
+}
+
+TEST_CASE("binder: a pod Troupe has no filter record of (it restarted) is refused, by name",
+          "[kube][binder]") {
+  // kube-scheduler retries the pod: its next scheduling cycle filters it through Troupe again.
+  World w;
+  BindingArgs b = w.pod("late", 2, "n1", /*filtered=*/false);
+  auto r = w.binder.bind(b);
+  REQUIRE_FALSE(r.isOk());
+  CHECK(r.status().code() == Code::kFailedPrecondition);
+  CHECK_THAT(r.status().message(), Catch::Contains("no record of pod default/late") &&
+                                       Catch::Contains("kube-scheduler filters the pod again"));
+  CHECK(w.api.count("POST", "/binding") == 0);
+  CHECK(w.nodeOf("late").empty());
+  CHECK_FALSE(w.scheduler.allocationOf("uid-late"));
+  // Filtered again, as kube-scheduler's retry does: bound.
+  troupe::sched::PodFacts f = troupe::testing::gpuPod("late", 2);
+  f.uid = "uid-late";
+  REQUIRE(w.scheduler.filter(f, {"n1"}).passed.size() == 1);
+  auto again = w.binder.bind(b);
+  INFO(again.status().message());
+  REQUIRE(again.isOk());
   CHECK(w.nodeOf("late") == "n1");
+}
+
+TEST_CASE("binder: /bind is no confused deputy (security review K2)", "[kube][binder][bind-guard]") {
+  World w;
+  SECTION("a default-scheduler pod with a nodeSelector for another node, never filtered") {
+    json victim = podJson("victim", 0);
+    victim["spec"]["schedulerName"] = "default-scheduler";
+    victim["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", "n2"}};
+    w.api.putPod(victim);
+    auto r = w.binder.bind(BindingArgs{"victim", "default", "uid-victim", "n1"});
+    REQUIRE_FALSE(r.isOk());
+    CHECK_THAT(r.status().message(), Catch::Contains("spec.schedulerName \"default-scheduler\"") &&
+                                         Catch::Contains("troupe-scheduler") &&
+                                         Catch::Contains("nothing was bound"));
+  }
+  SECTION("a pod with no schedulerName (the API's default-scheduler), even after a forged filter") {
+    json victim = podJson("victim", 0);
+    victim["spec"].erase("schedulerName");
+    w.api.putPod(victim);
+    troupe::sched::PodFacts f = troupe::testing::gpuPod("victim", 0);
+    f.uid = "uid-victim";
+    REQUIRE(w.scheduler.filter(f, {"n1"}).passed.size() == 1);  // whoever reaches /filter can do this
+    auto r = w.binder.bind(BindingArgs{"victim", "default", "uid-victim", "n1"});
+    REQUIRE_FALSE(r.isOk());
+    CHECK_THAT(r.status().message(), Catch::Contains("\"default-scheduler\""));
+  }
+  SECTION("Troupe's own pod, filtered onto another node") {
+    BindingArgs b = w.pod("mine", 2, "n2");
+    b.node = "n1";
+    auto r = w.binder.bind(b);
+    REQUIRE_FALSE(r.isOk());
+    CHECK_THAT(r.status().message(),
+               Catch::Contains("node n1 did not pass Troupe's filter for pod default/mine"));
+  }
+  SECTION("another scheduler's pod, bound to that node already: refused, not taken for a retry") {
+    json other = podJson("theirs", 0, "n2");
+    other["spec"]["schedulerName"] = "default-scheduler";
+    w.api.putPod(other);
+    auto r = w.binder.bind(BindingArgs{"theirs", "default", "uid-theirs", "n2"});
+    REQUIRE_FALSE(r.isOk());
+    CHECK_THAT(r.status().message(), Catch::Contains("schedulerName"));
+  }
+  // Whatever was refused: no Binding sent, nothing held.
+  CHECK(w.api.count("POST", "/binding") == 0);
+  CHECK_FALSE(w.scheduler.allocationOf("uid-victim"));
+  CHECK_FALSE(w.scheduler.allocationOf("uid-mine"));
+  CHECK(w.nodeOf("victim").empty());
+}
+
+TEST_CASE("binder: the scheduler names it serves are configurable", "[kube][binder][bind-guard]") {
+  troupe::kube::BinderOptions options;
+  options.scheduler_names = {"gpu-a", "gpu-b"};
+  World w(options);
+  for (const char* profile : {"gpu-a", "gpu-b", "troupe-scheduler"}) {
+    const std::string name = std::string("p-") + profile;
+    BindingArgs b = w.pod(name, 1);
+    json p = *w.api.pod("default", name);
+    p["spec"]["schedulerName"] = profile;
+    w.api.putPod(p);
+    auto r = w.binder.bind(b);
+    INFO(profile << ": " << r.status().message());
+    CHECK(r.isOk() == (std::string(profile) != "troupe-scheduler"));
+  }
 }
 
 TEST_CASE("binder: failures leave no GPU held", "[kube][binder]") {
@@ -189,19 +296,21 @@ TEST_CASE("binder: failures leave no GPU held", "[kube][binder]") {
     CHECK(r.status().code() == Code::kUnavailable);
     CHECK(r.status().message().find("connection refused") != std::string::npos);
   }
-  SECTION("the annotation patch fails") {
+  SECTION("the Binding is forbidden") {
     BindingArgs b = w.pod("patch", 2);
     w.api.setHook(
-        [](const std::string& m, const std::string&, const std::string&) -> std::optional<ApiReply> {
-          if (m == "PATCH") return replyFromHttp(403, R"({"message":"forbidden"})");
+        [](const std::string& m, const std::string& path, const std::string&) -> std::optional<ApiReply> {
+          if (m == "POST" && path.find("/binding") != std::string::npos)
+            return replyFromHttp(403, R"({"message":"forbidden"})");
           return std::nullopt;
         });
     auto r = w.binder.bind(b);
     REQUIRE_FALSE(r.isOk());
     CHECK(r.status().message().find("rbac.yaml") != std::string::npos);
     CHECK(w.nodeOf("patch").empty());
+    CHECK(w.annotation("patch").empty());
   }
-  SECTION("the pod is deleted between the annotation and the Binding") {
+  SECTION("the pod is deleted between the read and the Binding") {
     BindingArgs b = w.pod("race", 2);
     w.api.setHook(
         [&w](const std::string& m, const std::string& path, const std::string&) -> std::optional<ApiReply> {
@@ -218,8 +327,7 @@ TEST_CASE("binder: failures leave no GPU held", "[kube][binder]") {
         [&w](const std::string& m, const std::string& path, const std::string&) -> std::optional<ApiReply> {
           if (m == "POST" && path.find("/binding") != std::string::npos) {
             json p = *w.api.pod("default", "taken");
-            p["spec"]["nodeName"] = "n2";
-            p["metadata"]["annotations"].erase("troupe.dev/gpus");
+            p["spec"]["nodeName"] = "n2";  // and no troupe.dev/gpus: not Troupe's Binding
             w.api.putPod(p);
           }
           return std::nullopt;
@@ -250,7 +358,7 @@ TEST_CASE("binder: an answer lost after the Binding was sent", "[kube][binder][c
                        const std::string& body) -> std::optional<ApiReply> {
       if (m == "POST" && path.find("/binding") != std::string::npos) {
         json p = *w.api.pod("default", "lost");
-        p["spec"]["nodeName"] = json::parse(body)["target"]["name"];
+        World::storeBinding(p, body);
         w.api.putPod(p);
         return replyFromFailure(ApiErrorKind::kTransport, "connection reset");
       }
@@ -270,7 +378,7 @@ TEST_CASE("binder: an answer lost after the Binding was sent", "[kube][binder][c
       if (m == "POST" && path.find("/binding") != std::string::npos) {
         if (bound_for_real) {
           json p = *w.api.pod("default", "dark");
-          p["spec"]["nodeName"] = json::parse(body)["target"]["name"];
+          World::storeBinding(p, body);
           w.api.putPod(p);
         }
         return replyFromHttp(504, R"({"message":"etcd timeout"})");
@@ -335,7 +443,7 @@ TEST_CASE("binder: a Binding the pod watch never shows is read back, and the wat
                       const std::string& body) -> std::optional<ApiReply> {
       if (m != "POST" || path.find("/binding") == std::string::npos) return std::nullopt;
       json p = *w.api.pod("default", "early");
-      p["spec"]["nodeName"] = json::parse(body)["target"]["name"];
+      World::storeBinding(p, body);
       w.api.putPod(p);
       watched("early");
       return replyFromHttp(201, R"({"kind":"Status","status":"Success"})");

@@ -83,6 +83,44 @@ TEST_CASE("kubeconfig: an explicit context, insecure-skip-tls-verify, trailing s
   CHECK(ep.value().ca_pem.empty());  // the system trust store
 }
 
+TEST_CASE("kubeconfig: an http:// API server is refused unless allowed (security review K4)",
+          "[kube][config][security]") {
+  using troupe::kube::checkEndpointSecurity;
+  const std::string text = config("    server: http://127.0.0.1:8001\n", "    token: s3cr3t\n");
+  auto ep = parseKubeconfig(text, "kc.yaml", ".");
+  REQUIRE(ep.isOk());  // it parses: the refusal is a policy, with its own flag
+  auto refused = checkEndpointSecurity(ep.value(), /*allow_http=*/false);
+  REQUIRE_FALSE(refused.isOk());
+  CHECK(refused.status().code() == Code::kInvalidArgument);
+  CHECK_THAT(refused.status().message(), Catch::Contains("http://127.0.0.1:8001") &&
+                                             Catch::Contains("token or password") &&
+                                             Catch::Contains("--allow-insecure-api-server"));
+  CHECK(refused.status().message().find("s3cr3t") == std::string::npos);  // never echoes the token
+  auto allowed = checkEndpointSecurity(ep.value(), /*allow_http=*/true);
+  REQUIRE(allowed.isOk());
+  REQUIRE(allowed.value().size() == 1);
+  CHECK_THAT(allowed.value()[0], Catch::Contains("allowed by --allow-insecure-api-server"));
+}
+
+TEST_CASE("kubeconfig: insecure-skip-tls-verify is accepted with a warning; verified https without one",
+          "[kube][config][security]") {
+  using troupe::kube::checkEndpointSecurity;
+  const std::string text = config("    server: https://10.0.0.1:6443\n", "    token: t\n");
+  auto skipping = parseKubeconfig(text, "kc.yaml", ".", "other");
+  REQUIRE(skipping.isOk());
+  auto warned = checkEndpointSecurity(skipping.value(), false);
+  REQUIRE(warned.isOk());
+  REQUIRE(warned.value().size() == 1);
+  CHECK_THAT(warned.value()[0], Catch::Contains("insecure-skip-tls-verify") &&
+                                    Catch::Contains("https://other.example:6443") &&
+                                    Catch::Contains("certificate-authority"));
+  auto verified = parseKubeconfig(text, "kc.yaml", ".");
+  REQUIRE(verified.isOk());
+  auto quiet = checkEndpointSecurity(verified.value(), false);
+  REQUIRE(quiet.isOk());
+  CHECK(quiet.value().empty());
+}
+
 TEST_CASE("kubeconfig: files relative to the kubeconfig, client certificate and key", "[kube][config]") {
   TempDir dir;
   const auto ca = makeSelfSigned("test-ca");

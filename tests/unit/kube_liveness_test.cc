@@ -11,6 +11,7 @@
 #include "adapters/kube/watcher.h"
 #include "adapters/metrics/metrics.h"
 #include "kube_test_support.h"
+#include "support/fixtures.h"
 #include "support/wait.h"
 
 namespace {
@@ -157,6 +158,8 @@ TEST_CASE("kube runtime: a silent pod watch misses Troupe's binding; the pods ar
   REQUIRE(waitFor([&] { return ready.load() && runtime.podWatcher()->watchingSince().has_value(); }));
   CHECK(runtime.sync().stats().gpu_pods == 0);
 
+  // kube-scheduler filtered it through Troupe first.
+  REQUIRE(scheduler.filter(troupe::testing::gpuPod("a", 4), {"n1"}).passed.size() == 1);
   auto bound = runtime.binder().bind({"a", "default", "uid-a", "n1"});
   INFO(bound.status().message());
   REQUIRE(bound.isOk());

@@ -1,5 +1,6 @@
 // Helpers for the kube adapter's unit tests: a fake API server (KubeTransport) that keeps
-// pods in memory and serves GET/PATCH/binding/events, list pages and scripted watch streams;
+// pods in memory and serves GET/binding/events, list pages and scripted watch streams (and
+// refuses PATCH, as Troupe's RBAC role does);
 // JSON builders for pods and nodes; throwaway certificates made with OpenSSL.
 #pragma once
 
@@ -217,13 +218,19 @@ class FakeApi final : public KubeTransport {
       return replyFromHttp(409, R"({"message":"Precondition failed: UID in precondition"})");
     }
     if (method == "PATCH") {
-      for (auto& [k, v] : in["metadata"]["annotations"].items()) pod["metadata"]["annotations"][k] = v;
-      return replyFromHttp(200, pod.dump());
+      // Troupe's ClusterRole has no pods: patch (deploy/rbac.yaml).
+      return replyFromHttp(
+          403, R"({"message":"pods ")" + name + R"(" is forbidden: User cannot patch resource "pods""})");
     }
     if (method == "POST" && binding) {
       if (pod["spec"].contains("nodeName")) {
         return replyFromHttp(409, R"({"message":"pod )" + name + " is already assigned to node " +
                                       pod["spec"]["nodeName"].get<std::string>() + R"("})");
+      }
+      // As the API server's BindingREST: the Binding's annotations are copied onto the pod in
+      // the same write that sets the node.
+      if (in["metadata"].contains("annotations")) {
+        for (auto& [k, v] : in["metadata"]["annotations"].items()) pod["metadata"]["annotations"][k] = v;
       }
       pod["spec"]["nodeName"] = in["target"]["name"];
       return replyFromHttp(201, R"({"kind":"Status","status":"Success"})");

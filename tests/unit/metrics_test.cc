@@ -88,3 +88,32 @@ TEST_CASE("metrics: narrowing's remembered and computed node scores are counted"
   CHECK(value(text, computed) == 3);
   CHECK(value(text, remembered) == 3);
 }
+
+TEST_CASE("metrics: per-product series of products no node has any more are removed", "[metrics]") {
+  // Product names come from node labels; a learned or relabelled node must not leave its
+  // label value in /metrics for good (security review probe 112).
+  const std::string h100 = "NVIDIA-H100-80GB-HBM3";
+  const std::string fake = "INJECTED-PRODUCT-0001";
+  troupe::sched::Scheduler scheduler{troupe::sched::SchedulerConfig{}};
+  REQUIRE(scheduler.upsertNode(gpuNode("h1", 8)).isOk());
+  REQUIRE(scheduler.upsertNode(gpuNode("x1", 4, fake, 1024)).isOk());
+  troupe::metrics::Metrics metrics("test");
+  metrics.refreshCluster(scheduler.summary());
+  std::string text = metrics.serialize();
+  CHECK(value(text, "troupe_nodes{product=\"" + fake + "\"}") == 1);
+  CHECK(value(text, "troupe_gpus{product=\"" + fake + "\",state=\"total\"}") == 4);
+
+  SECTION("the node leaves") { REQUIRE(scheduler.removeNode("x1")); }
+  SECTION("the node is relabelled to another product") {
+    REQUIRE(scheduler.upsertNode(gpuNode("x1", 4)).isOk());
+  }
+  metrics.refreshCluster(scheduler.summary());
+  text = metrics.serialize();
+  CHECK(text.find(fake) == std::string::npos);
+  CHECK(value(text, "troupe_nodes{product=\"" + h100 + "\"}") >= 1);
+  CHECK(value(text, "troupe_gpus{product=\"" + h100 + "\",state=\"free\"}") >= 8);
+  // Back again: the series come back.
+  REQUIRE(scheduler.upsertNode(gpuNode("x2", 2, fake, 1024)).isOk());
+  metrics.refreshCluster(scheduler.summary());
+  CHECK(value(metrics.serialize(), "troupe_gpus{product=\"" + fake + "\",state=\"total\"}") == 2);
+}

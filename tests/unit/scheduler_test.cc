@@ -389,7 +389,8 @@ TEST_CASE("scheduler: reserve records GPUs, is idempotent and never overlaps", "
   SECTION("a pod that no longer fits is refused") {
     const PodFacts p3 = gpuPod("p3", 1);
     CHECK(s.filter(p3, {"n1", "n2"}).passed == std::vector<std::string>{"n2"});
-    auto r = s.reserve("uid-p3", "default", "p3", "n1");
+    filterAndReserve(s, gpuPod("p6", 8), "n2");  // n2 fills up between p3's filter and its bind
+    auto r = s.reserve("uid-p3", "default", "p3", "n2");
     REQUIRE_FALSE(r.isOk());
     CHECK(r.status().code() == Code::kFailedPrecondition);
     CHECK_THAT(r.status().message(), Catch::Contains("no longer fits") && Catch::Contains("default/p3"));

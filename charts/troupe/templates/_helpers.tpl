@@ -68,3 +68,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "troupe.httpTimeout" -}}
 {{- printf "%ds" (add .Values.troupe.gangTimeoutSeconds .Values.extender.httpTimeoutMarginSeconds | int) }}
 {{- end }}
+
+{{/* Troupe's own ServiceAccount (troupe.serviceAccount.separate). */}}
+{{- define "troupe.troupeServiceAccountName" -}}
+{{- default (printf "%s-troupe" (include "troupe.fullname" .) | trunc 63 | trimSuffix "-") .Values.troupe.serviceAccount.name }}
+{{- end }}
+
+{{/* Whether Troupe uses a ServiceAccount of its own: only when it talks to the API. */}}
+{{- define "troupe.separateAccount" -}}
+{{- if and .Values.troupe.kubernetesApi .Values.troupe.serviceAccount.separate }}true{{ end }}
+{{- end }}

@@ -30,6 +30,8 @@ class NodeReasons {
 
   // Gives an already rejected node another reason (every entry of it); false when it has none.
   bool reword(std::string_view node, std::string_view reason);
+  // reword() for many nodes in one pass over the entries: (node, reason) pairs.
+  void rewordAll(const std::vector<std::pair<std::string, std::string>>& reasons);
 
   size_t size() const { return entries_.size(); }
   bool empty() const { return entries_.empty(); }

@@ -25,6 +25,7 @@
 #include "troupe/sched/gang.h"
 #include "troupe/sched/gang_planner.h"
 #include "troupe/sched/node_index.h"
+#include "troupe/sched/node_ordinal_set.h"
 #include "troupe/sched/node_reasons.h"
 #include "troupe/sched/placement.h"
 #include "troupe/sched/pod_request.h"
@@ -36,9 +37,22 @@ namespace troupe::sched {
 
 using Clock = std::chrono::steady_clock;
 
+// Learn mode: nodes taken from the bodies of full-node requests (kube-scheduler's
+// nodeCacheCapable: false), for a Troupe with neither --cluster nor the Kubernetes API. Off,
+// request bodies never add or change a node: the facts come from --cluster or the API only.
+// On, what anyone who reaches the verbs sends is believed, so it is bounded: a node not seen
+// in a request for `ttl` is forgotten, and at most `max_nodes` are kept (new ones are refused
+// with a reason until others expire; the ones kept are never pushed out).
+struct NodeLearning {
+  bool enabled = true;
+  size_t max_nodes = 10000;
+  std::chrono::milliseconds ttl{std::chrono::hours(1)};
+};
+
 struct SchedulerConfig {
   PolicyConfig policy;
   size_t max_pending_pods = 100000;  // pods remembered between filter and bind
+  NodeLearning learning;
   // Filter passes only the policy's best node (bestByValue), the rest fail with "a better-placed
   // node exists". kube-scheduler takes a lone feasible node without scoring, so Troupe's
   // choice is not diluted by the 0..10 extender scale, its weight or the in-tree scores.
@@ -159,13 +173,25 @@ class Scheduler {
   // --- extension points ----------------------------------------------------------------
   // Names Troupe does not know are rejected as unresolvable with a reason.
   FilterResult filter(const PodFacts& pod, const std::vector<std::string>& node_names);
-  // Learns the nodes first (full-object mode), then filters them by name.
+  // Full-object mode: learns the nodes first (learn mode only, see NodeLearning), then
+  // filters them by name. Without learning, the facts in the request are ignored.
   FilterResult filterNodes(const PodFacts& pod, const std::vector<model::NodeFacts>& nodes,
                            std::vector<std::string>* learn_errors);
+  // Learn mode: adds or updates the nodes of a request and forgets those not seen for the
+  // TTL. Returns the nodes not learned, with the reason; `learn_errors` gets what to log
+  // (one line for all refusals of one call). Without learning: nothing, and no change.
+  std::vector<std::pair<std::string, std::string>> learnNodes(const std::vector<model::NodeFacts>& nodes,
+                                                              std::vector<std::string>* learn_errors);
+  // Learn mode: forgets the learned nodes not seen in a request for the TTL now (learnNodes
+  // also does, at most once a second). Returns how many were forgotten.
+  size_t expireLearnedNodes();
+  size_t learnedNodeCount() const;
   // Integer scores 0..10, one per known candidate. The best node gets 10 alone (ties go to a
   // fixed per-node order) so the choice survives kube-scheduler's random tie-break.
   std::vector<HostScore> prioritize(const PodFacts& pod, const std::vector<std::string>& node_names);
   // Chooses the pod's GPUs on `node` and records them. Idempotent for the same pod and node.
+  // Only onto a node that passed the pod's latest filter (and exists as it did then): anything
+  // else is refused with a reason, so a bind cannot place a pod Troupe never checked there.
   Result<model::Allocation> reserve(const std::string& pod_uid, const std::string& pod_ns,
                                     const std::string& pod_name, const std::string& node);
   // Binds a pod: a gang member waits at the gang's barrier until its minimum members have all
@@ -224,6 +250,11 @@ class Scheduler {
     std::string key;
     uint64_t seq = 0;
     std::string gang;  // gang key, "" for a pod on its own
+    // The nodes the pod's latest filter passed, by ordinal, and how many nodes had been
+    // created by then (a node created later may reuse a passed ordinal, and is not passed).
+    bool filtered = false;  // false: only prioritize has seen it
+    NodeOrdinalSet passed;
+    uint64_t births = 0;
   };
   struct Waiter {
     std::string uid, key, node;
@@ -257,9 +288,18 @@ class Scheduler {
   using Completion = std::pair<BindCallback, Result<model::Allocation>>;
 
   // Records the pod as pending. kFirst: its first filter since it arrived; kDeleted: the pod is
-  // gone for good (forgetPod) and nothing was recorded.
+  // gone for good (forgetPod) and nothing was recorded. `seq`: the record's sequence number, for
+  // recordPassedLocked.
   enum class Seen { kFirst, kAgain, kDeleted };
-  Seen remember(const PodFacts& pod, const GpuRequest& req, const std::string& gang = "");
+  Seen remember(const PodFacts& pod, const GpuRequest& req, const std::string& gang = "",
+                uint64_t* seq = nullptr);
+  // Notes what the filter passed in the pod's record, unless a later filter replaced it;
+  // caller holds mu_ (either mode). `nodes` may be given for `passed`, in order.
+  void recordPassedLocked(const std::string& uid, uint64_t seq, const std::vector<std::string>& passed,
+                          const std::vector<const model::NodeState*>* nodes = nullptr);
+  // OK when `node` passed the pod's latest filter; caller holds mu_.
+  Status checkFilteredLocked(const std::string& pod_uid, const std::string& key,
+                             const std::string& node) const;
   std::optional<Pending> pendingOf(const std::string& uid) const;
   Clock::time_point now() const;
   Result<model::Allocation> reserveLocked(const std::string& pod_uid, const std::string& key,
@@ -270,9 +310,10 @@ class Scheduler {
   FilterResult filterSingleLocked(const GpuRequest& req, const std::vector<std::string>& node_names,
                                   const std::string& own_gang = "",
                                   std::vector<const model::NodeState*>* passed_nodes = nullptr) const;
-  // narrow_to_best: keeps only the best of `out.passed` (`nodes`: their states); caller holds mu_.
-  void narrowLocked(const GpuRequest& req, const std::vector<const model::NodeState*>& nodes,
-                    FilterResult& out) const;
+  // narrow_to_best: keeps only the best of `out.passed` (`nodes`: their states) and returns its
+  // index in `nodes`; caller holds mu_.
+  int narrowLocked(const GpuRequest& req, const std::vector<const model::NodeState*>& nodes,
+                   FilterResult& out) const;
   // Gang internals; the caller holds mu_ exclusively.
   FilterResult filterGangLocked(const PodFacts& pod, const GpuRequest& req, const GangSpec& spec,
                                 const std::vector<std::string>& node_names, std::vector<Completion>* out);
@@ -333,6 +374,10 @@ class Scheduler {
   // guarded by mu_.
   std::vector<uint32_t> free_ordinals_;
   uint32_t next_ordinal_ = 0;
+  // When each ordinal's current node was created (a count of node creations), and the count;
+  // guarded by mu_.
+  std::vector<uint64_t> ordinal_births_;
+  uint64_t births_ = 0;
   mutable ScoreMemo score_memo_;                           // narrowing values; has its own lock
   std::unordered_map<std::string, std::string> pod_node_;  // pod uid -> node
 
@@ -341,6 +386,11 @@ class Scheduler {
   uint64_t pending_seq_ = 0;
   std::unordered_set<std::string> deleted_;  // uids gone for good; bounded, oldest first out
   std::deque<std::string> deleted_order_;
+
+  // Learn mode: learned node -> when a request last carried it (own lock; taken before mu_).
+  mutable std::mutex learn_mu_;
+  std::unordered_map<std::string, Clock::time_point> learned_;
+  Clock::time_point next_expiry_{};
 
   // The requests filter saw recently (own lock): the mix fgd and troupe measure fragmentation
   // against in prioritize.

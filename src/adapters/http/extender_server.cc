@@ -177,9 +177,8 @@ HttpResponse ExtenderHandler::filter(const std::string& body) {
 HttpResponse ExtenderHandler::prioritize(const std::string& body) {
   Result<ExtenderArgs> args = decodeExtenderArgs(body);
   if (!args.isOk()) return badRequest(args.status().message());
-  if (!args.value().node_cache_mode) {
-    for (const model::NodeFacts& n : args.value().nodes) (void)scheduler_.upsertNode(n);
-  }
+  // Learn mode only: otherwise the request's node facts are ignored (Scheduler::learnNodes).
+  if (!args.value().node_cache_mode) (void)scheduler_.learnNodes(args.value().nodes, nullptr);
   return ok(encodeHostPriorityList(scheduler_.prioritize(args.value().pod, args.value().node_names)));
 }
 

@@ -37,9 +37,10 @@ std::string assignmentMessage(const model::Allocation& a) {
   return m;
 }
 
-bool isNoRecord(const Status& s) {
-  return s.code() == Code::kFailedPrecondition &&
-         s.message().find("has no record of pod") != std::string::npos;
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
 }
 
 }  // namespace
@@ -221,6 +222,15 @@ void Binder::prepare(const JobPtr& job) {
                               ", kube-scheduler asked to bind uid " + b.pod_uid + "); nothing was bound"));
     return;
   }
+  if (std::find(options_.scheduler_names.begin(), options_.scheduler_names.end(), p.scheduler_name) ==
+      options_.scheduler_names.end()) {
+    finish(job,
+           failedPrecondition("pod " + key + " has spec.schedulerName \"" + p.scheduler_name +
+                              "\", not one of Troupe's profiles (" + joined(options_.scheduler_names) +
+                              "; --scheduler-name, schedulerNames in --config): Troupe binds only the pods "
+                              "of its own profiles; nothing was bound"));
+    return;
+  }
   if (p.bound()) {
     if (p.facts.node_name != b.node) {
       finish(job, failedPrecondition("pod " + key + " is already bound to node " + p.facts.node_name +
@@ -266,39 +276,20 @@ void Binder::commit(const JobPtr& job, Result<model::Allocation> reserved) {
   const http::BindingArgs& b = job->args;
   const std::string key = b.pod_namespace + "/" + b.pod_name;
   if (!reserved.isOk()) {
-    if (!job->refiltered && isNoRecord(reserved.status())) {
-      // This Troupe did not see the pod's filter (it restarted since): check it now.
-      job->refiltered = true;
-      sched::FilterResult f = scheduler_.filter(job->pod.facts, {b.node});
-      if (f.passed.empty()) {
-        const std::string& why =
-            f.unresolvable.contains(b.node) ? f.unresolvable.at(b.node) : f.failed.at(b.node);
-        finish(job, failedPrecondition("pod " + key + " does not fit node " + b.node + " now: " + why));
-        return;
-      }
-      reserve(job);
-      return;
-    }
-    finish(job, reserved.status());  // nothing was reserved
+    // Nothing was reserved. A pod this Troupe has no filter record of (it restarted since
+    // kube-scheduler filtered it) is refused too: kube-scheduler filters it again on retry.
+    finish(job, reserved.status());
     return;
   }
   const model::Allocation a = reserved.value();
   const std::string path = podPath(b.pod_namespace, b.pod_name);
-  if (!a.gpus.empty()) {
-    nlohmann::json patch = {
-        {"metadata", {{"uid", b.pod_uid}, {"annotations", {{sched::kAnnotationGpus, formatGpus(a.gpus)}}}}}};
-    ApiReply p = api_.request("PATCH", path, patch.dump(), "application/merge-patch+json");
-    if (!p.ok()) {
-      releasePod(b.pod_uid);  // the pod is not bound: its GPUs go back
-      finish(job, toStatus(p, "write annotation " + std::string(sched::kAnnotationGpus) + " on pod " + key));
-      return;
-    }
-  }
-  nlohmann::json binding = {
-      {"apiVersion", "v1"},
-      {"kind", "Binding"},
-      {"metadata", {{"name", b.pod_name}, {"namespace", b.pod_namespace}, {"uid", b.pod_uid}}},
-      {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", b.node}}}};
+  nlohmann::json metadata = {{"name", b.pod_name}, {"namespace", b.pod_namespace}, {"uid", b.pod_uid}};
+  // The API server copies a Binding's annotations onto the pod as it binds it.
+  if (!a.gpus.empty()) metadata["annotations"] = {{sched::kAnnotationGpus, formatGpus(a.gpus)}};
+  nlohmann::json binding = {{"apiVersion", "v1"},
+                            {"kind", "Binding"},
+                            {"metadata", std::move(metadata)},
+                            {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", b.node}}}};
   markSending(job);
   ApiReply r = api_.request("POST", path + "/binding", binding.dump());
   if (r.ok()) {

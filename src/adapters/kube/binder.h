@@ -1,14 +1,19 @@
 // Binding a pod through the API server, for kube-scheduler's bind verb:
 //
-//   1. GET the pod. Gone, or replaced by a pod of another uid: refuse. Already bound to this
-//      node (a retried bind whose answer was lost): success, and its GPUs are read back from
-//      the annotation. Bound elsewhere: refuse.
+//   1. GET the pod. Gone, or replaced by a pod of another uid: refuse. Its spec.schedulerName
+//      is not one of Troupe's profiles (BinderOptions::scheduler_names): refuse, whatever
+//      else holds, so the verb cannot be used to bind other schedulers' pods. Already bound
+//      to this node (a retried bind whose answer was lost): success, and its GPUs are read
+//      back from the annotation. Bound elsewhere: refuse.
 //   2. Choose its GPUs with Scheduler::bind (the same choice prioritize scored; a gang member
 //      waits there for its gang). A reservation left on another node by an earlier failed
-//      attempt is dropped first. If this Troupe never saw the pod's filter (it restarted in
-//      between), the pod read in step 1 is filtered against the node first.
-//   3. PATCH troupe.dev/gpus onto the pod (a merge patch with the pod's uid as precondition).
-//   4. POST the pods/binding subresource (with the uid as precondition).
+//      attempt is dropped first. The core refuses a node that did not pass this pod's latest
+//      filter, and a pod it has no filter record of: this Troupe restarted after the filter,
+//      and kube-scheduler filters the pod again when it retries.
+//   3. POST the pods/binding subresource, with the uid as precondition and troupe.dev/gpus in
+//      the Binding's metadata.annotations: the API server copies them onto the pod in the same
+//      write that sets spec.nodeName, so a bound pod always carries its GPUs, one write binds
+//      it, and Troupe needs no right to patch pods.
 //
 // Concurrent binds to one node cannot overlap: the core reserves under its lock. Two binds of
 // the same pod run one after the other. Failures leave no GPU held, with one exception: when
@@ -49,6 +54,8 @@ namespace troupe::kube {
 
 struct BinderOptions {
   int workers = 8;
+  // The kube-scheduler profiles whose pods Troupe binds (spec.schedulerName); never empty.
+  std::vector<std::string> scheduler_names = {"troupe-scheduler"};
 };
 
 class Binder final : public http::PodBinder {
@@ -89,7 +96,6 @@ class Binder final : public http::PodBinder {
     http::BindingArgs args;
     Done done;
     PodView pod;
-    bool refiltered = false;
     std::chrono::steady_clock::time_point start;
   };
   using JobPtr = std::shared_ptr<Job>;

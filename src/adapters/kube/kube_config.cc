@@ -222,6 +222,31 @@ Result<ClusterEndpoint> parseDoc(const YAML::Node& root, const Doc& doc, const s
 
 }  // namespace
 
+Result<std::vector<std::string>> checkEndpointSecurity(const ClusterEndpoint& endpoint, bool allow_http) {
+  std::vector<std::string> warnings;
+  const bool credentials = endpoint.token || !endpoint.basic_auth.empty();
+  if (endpoint.server.rfind("http://", 0) == 0) {
+    const std::string what =
+        "the API server " + endpoint.server + " (" + endpoint.source + ") is plain http://: " +
+        (credentials ? "Troupe's token or password and every pod it reads would cross the "
+                       "network unencrypted"
+                     : "every pod and node Troupe reads, and every Binding it writes, would "
+                       "cross the network unencrypted and unauthenticated");
+    if (!allow_http) {
+      return invalidArgument(what +
+                             "; use the https:// address, or pass --allow-insecure-api-server if this is "
+                             "deliberate (e.g. kubectl proxy on 127.0.0.1)");
+    }
+    warnings.push_back(what + " (allowed by --allow-insecure-api-server)");
+  }
+  if (endpoint.insecure_skip_verify) {
+    warnings.push_back("insecure-skip-tls-verify is set for " + endpoint.server + " (" + endpoint.source +
+                       "): the API server's certificate is not checked, so anyone on the network path can "
+                       "pose as it and read Troupe's credentials; set certificate-authority instead");
+  }
+  return warnings;
+}
+
 FileToken::FileToken(std::filesystem::path path, std::chrono::seconds max_age)
     : path_(std::move(path)), max_age_(max_age) {}
 

@@ -7,6 +7,10 @@
 // client certificate and key (data or file) or username/password. exec and auth-provider
 // plugins are refused with a message that says so.
 //
+// An http:// server is parsed, but checkEndpointSecurity refuses it unless explicitly allowed
+// (--allow-insecure-api-server): the bearer token or password, and every pod, would cross the
+// network in clear text.
+//
 // In-cluster: KUBERNETES_SERVICE_HOST / KUBERNETES_SERVICE_PORT, and the service account's
 // token, ca.crt and namespace under /var/run/secrets/kubernetes.io/serviceaccount. The token
 // file is re-read whenever it changes (kubelet rotates projected tokens), and at the latest
@@ -23,6 +27,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "troupe/common/status.h"
 
@@ -89,6 +94,12 @@ Result<ClusterEndpoint> parseKubeconfig(const std::string& text, const std::stri
                                         const std::filesystem::path& base_dir,
                                         const std::string& context = "");
 Result<ClusterEndpoint> loadKubeconfig(const std::string& path, const std::string& context = "");
+
+// What Troupe checks before it talks to `endpoint`: an http:// server is refused with a
+// message that names the flag, unless `allow_http`. Returns the warnings to log: an allowed
+// http:// server, and insecure-skip-tls-verify (the server's certificate is not checked, so
+// anyone on the path can pose as the API server and read the credentials).
+Result<std::vector<std::string>> checkEndpointSecurity(const ClusterEndpoint& endpoint, bool allow_http);
 
 inline constexpr const char* kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
 

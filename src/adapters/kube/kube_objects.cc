@@ -118,6 +118,14 @@ Result<PodView> decodePod(const Json& pod) {
     const Json* ts = member(*meta, "deletionTimestamp");
     v.terminating = ts && !ts->is_null();
   }
+  // The API server defaults an absent schedulerName; a pod read from it always has one.
+  v.scheduler_name = "default-scheduler";
+  if (const Json* spec = member(pod, "spec")) {
+    const Json* name = member(*spec, "schedulerName");
+    if (name && name->is_string() && !name->get_ref<const std::string&>().empty()) {
+      v.scheduler_name = name->get<std::string>();
+    }
+  }
   v.finished = v.facts.phase == "Succeeded" || v.facts.phase == "Failed";
   Result<sched::GpuRequest> req = sched::parseGpuRequest(v.facts);
   if (req.isOk()) {

@@ -27,9 +27,10 @@ std::string resourceVersionOf(const Json& object);
 // A pod as GPU accounting sees it.
 struct PodView {
   sched::PodFacts facts;
-  bool terminating = false;  // metadata.deletionTimestamp is set (it still holds its GPUs)
-  bool finished = false;     // phase Succeeded or Failed: holds nothing any more
-  int gpus = 0;              // GPUs it holds once bound (1 for a shared pod); 0 = not a GPU pod
+  std::string scheduler_name;  // spec.schedulerName ("default-scheduler" when absent)
+  bool terminating = false;    // metadata.deletionTimestamp is set (it still holds its GPUs)
+  bool finished = false;       // phase Succeeded or Failed: holds nothing any more
+  int gpus = 0;                // GPUs it holds once bound (1 for a shared pod); 0 = not a GPU pod
   int64_t milli_per_gpu = 1000;
   bool has_assignment = false;     // troupe.dev/gpus is present
   std::vector<int> assigned;       // its indices when usable

@@ -159,13 +159,32 @@ void Metrics::observePlacement(double topology_quality, bool best_possible) {
 
 void Metrics::refreshCluster(const sched::ClusterSummary& s) {
   std::lock_guard lock(cluster_mu_);
+  std::unordered_set<std::string> products;
   for (const sched::ClusterSummary::Row& r : s.by_product) {
-    const double allocated = static_cast<double>(r.used_milli) / 1000.0;
-    gpus_.Add({{"product", r.product}, {"state", "total"}}).Set(r.gpus);
-    gpus_.Add({{"product", r.product}, {"state", "allocated"}}).Set(allocated);
-    gpus_.Add({{"product", r.product}, {"state", "shared"}}).Set(r.shared_gpus);
-    gpus_.Add({{"product", r.product}, {"state", "free"}}).Set(r.whole_free);
-    nodes_.Add({{"product", r.product}}).Set(r.nodes);
+    products.insert(r.product);
+    ProductSeries& series = product_series_[r.product];
+    if (series.total == nullptr) {
+      series.total = &gpus_.Add({{"product", r.product}, {"state", "total"}});
+      series.allocated = &gpus_.Add({{"product", r.product}, {"state", "allocated"}});
+      series.shared = &gpus_.Add({{"product", r.product}, {"state", "shared"}});
+      series.free = &gpus_.Add({{"product", r.product}, {"state", "free"}});
+      series.nodes = &nodes_.Add({{"product", r.product}});
+    }
+    series.total->Set(r.gpus);
+    series.allocated->Set(static_cast<double>(r.used_milli) / 1000.0);
+    series.shared->Set(r.shared_gpus);
+    series.free->Set(r.whole_free);
+    series.nodes->Set(r.nodes);
+  }
+  for (auto it = product_series_.begin(); it != product_series_.end();) {
+    if (products.count(it->first)) {
+      ++it;
+      continue;
+    }
+    for (prometheus::Gauge* g : {it->second.total, it->second.allocated, it->second.shared, it->second.free})
+      gpus_.Remove(g);
+    nodes_.Remove(it->second.nodes);
+    it = product_series_.erase(it);
   }
   std::unordered_set<std::string> seen;
   for (const sched::ClusterSummary::NodeRow& n : s.by_node) {

@@ -2,7 +2,9 @@
 //
 // Names follow Prometheus conventions: troupe_ prefix, base units (_seconds), _total on
 // counters. Labels are bounded sets (verb, outcome, category, product, node, resource, code):
-// never pod names. Node names are bounded by the cluster's size (3 series per GPU node).
+// never pod names. Node names are bounded by the cluster's size (3 series per GPU node), and
+// product and node series go when their product or node leaves the model, so label values
+// taken from node facts never pile up.
 // Thread-safe: prometheus-cpp metrics are atomic; refreshCluster() takes its own lock.
 #pragma once
 
@@ -34,7 +36,8 @@ class Metrics {
   // Gang admissions (time from first sight to all members bound) and barrier timeouts.
   void observeGangEvents(const sched::Scheduler::GangEvents& events);
   // Snapshot gauges from the scheduler's model; called before each scrape. Per-node series of
-  // nodes that left the model are removed.
+  // nodes that left the model, and per-product series of products no node has any more, are
+  // removed.
   void refreshCluster(const sched::ClusterSummary& summary);
 
   // Kubernetes mode: the health of the API watches and caches (resource: nodes | pods).
@@ -88,8 +91,16 @@ class Metrics {
     prometheus::Gauge* allocated = nullptr;
     prometheus::Gauge* shared = nullptr;
   };
+  struct ProductSeries {
+    prometheus::Gauge* total = nullptr;
+    prometheus::Gauge* allocated = nullptr;
+    prometheus::Gauge* shared = nullptr;
+    prometheus::Gauge* free = nullptr;
+    prometheus::Gauge* nodes = nullptr;
+  };
   std::mutex cluster_mu_;                                    // refreshCluster replaces label sets as a whole
   std::unordered_map<std::string, NodeSeries> node_series_;  // guarded by cluster_mu_
+  std::unordered_map<std::string, ProductSeries> product_series_;  // guarded by cluster_mu_
   // The Scheduler's running totals last added to the score counters; guarded by cluster_mu_.
   uint64_t scores_remembered_seen_ = 0;
   uint64_t scores_computed_seen_ = 0;

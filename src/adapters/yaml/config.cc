@@ -5,6 +5,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "troupe/sched/gang.h"
 
@@ -83,7 +84,8 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
   if (root.IsNull()) return c;
   Where w{source};
   if (Status s = checkKeys(w, root, "",
-                           {"listen", "maxBodyBytes", "logLevel", "policy", "filter", "topology", "gang"});
+                           {"listen", "maxBodyBytes", "logLevel", "policy", "filter", "topology", "gang",
+                            "schedulerNames", "learnedNodes"});
       !s.isOk())
     return s;
   if (root["listen"]) {
@@ -187,7 +189,60 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
       c.max_gangs = static_cast<size_t>(v.value());
     }
   }
+  if (const YAML::Node names = root["schedulerNames"]) {
+    if (!names.IsSequence() || names.size() == 0) {
+      return w.at(names, "schedulerNames",
+                  "must be a non-empty list of kube-scheduler profile names, e.g. [troupe-scheduler]");
+    }
+    c.scheduler_names.clear();
+    for (size_t i = 0; i < names.size(); ++i) {
+      const std::string key = "schedulerNames[" + std::to_string(i) + "]";
+      Result<std::string> v = scalar<std::string>(w, names[i], key, "a scheduler profile name");
+      if (!v.isOk()) return v.status();
+      if (Status st = checkSchedulerName(v.value()); !st.isOk()) return w.at(names[i], key, st.message());
+      c.scheduler_names.push_back(v.value());
+    }
+  }
+  if (const YAML::Node learned = root["learnedNodes"]) {
+    if (Status st = checkKeys(w, learned, "learnedNodes", {"maxNodes", "ttlSeconds"}); !st.isOk()) return st;
+    if (learned["maxNodes"]) {
+      Result<int64_t> v =
+          scalar<int64_t>(w, learned["maxNodes"], "learnedNodes.maxNodes", "a number of nodes (1-1000000)");
+      if (!v.isOk()) return v.status();
+      if (v.value() < 1 || v.value() > 1000000)
+        return w.at(learned["maxNodes"], "learnedNodes.maxNodes", "must be 1 to 1000000");
+      c.learned_max_nodes = static_cast<size_t>(v.value());
+    }
+    if (learned["ttlSeconds"]) {
+      Result<int64_t> v = scalar<int64_t>(w, learned["ttlSeconds"], "learnedNodes.ttlSeconds",
+                                          "a number of seconds (1-31536000)");
+      if (!v.isOk()) return v.status();
+      if (v.value() < 1 || v.value() > 31536000)
+        return w.at(learned["ttlSeconds"], "learnedNodes.ttlSeconds", "must be 1 to 31536000 (a year)");
+      c.learned_ttl_seconds = v.value();
+    }
+  }
   return c;
+}
+
+Status checkSchedulerName(const std::string& name) {
+  // A DNS subdomain (RFC 1123), as Kubernetes validates spec.schedulerName.
+  auto alnum = [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'); };
+  bool ok = !name.empty() && name.size() <= 253;
+  for (size_t start = 0; ok && start <= name.size();) {
+    size_t end = name.find('.', start);
+    if (end == std::string::npos) end = name.size();
+    const std::string_view label(name.data() + start, end - start);
+    ok = !label.empty() && label.size() <= 63 && alnum(label.front()) && alnum(label.back());
+    for (char ch : label) ok = ok && (alnum(ch) || ch == '-');
+    start = end + 1;
+  }
+  if (!ok) {
+    return invalidArgument("\"" + name +
+                           "\" is not a scheduler profile name: use lower-case letters, digits, '-' and '.', "
+                           "starting and ending with a letter or digit (e.g. troupe-scheduler)");
+  }
+  return Status::ok();
 }
 
 Result<bool> parseNarrowTo(const std::string& value) {

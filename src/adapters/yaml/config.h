@@ -19,6 +19,10 @@
 //     maxTimeout: 5m                # longer annotations are capped; keep it below
 //                                   # kube-scheduler's extender httpTimeout
 //     maxGangs: 10000               # gangs tracked at once; more are refused with a reason
+//   schedulerNames: [troupe-scheduler]  # Kubernetes mode: bind only pods of these profiles
+//   learnedNodes:                   # learn mode only (neither --cluster nor the API)
+//     maxNodes: 10000               # nodes kept from request bodies at most
+//     ttlSeconds: 3600              # forgotten when no request carried them this long
 //
 // Cluster (--cluster), the nodes of standalone mode:
 //   nodes:
@@ -55,7 +59,14 @@ struct ServeConfig {
   std::chrono::milliseconds gang_timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds gang_max_timeout{std::chrono::minutes(5)};
   size_t max_gangs = 10000;
+  std::vector<std::string> scheduler_names = {"troupe-scheduler"};
+  size_t learned_max_nodes = 10000;
+  int64_t learned_ttl_seconds = 3600;
 };
+
+// A kube-scheduler profile name as spec.schedulerName holds it: a DNS subdomain. The error
+// says what is wrong.
+Status checkSchedulerName(const std::string& name);
 
 // "best" -> true, "all" -> false; anything else is an error that says what is accepted.
 Result<bool> parseNarrowTo(const std::string& value);
