@@ -68,3 +68,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "troupe.httpTimeout" -}}
 {{- printf "%ds" (add .Values.troupe.gangTimeoutSeconds .Values.extender.httpTimeoutMarginSeconds | int) }}
 {{- end }}
+
+{{/* The Secret with the extender's TLS files: the user's, or the one the chart generates. */}}
+{{- define "troupe.tlsSecret" -}}
+{{- default (printf "%s-tls" (include "troupe.fullname" .)) .Values.troupe.tls.existingSecret }}
+{{- end }}
