@@ -76,9 +76,25 @@ fi
 grep -q 'httpTimeout: 330s' "$WORK/default.yaml" || fail "default httpTimeout is not gangTimeoutSeconds+margin (330s)"
 grep -q 'bindVerb: bind' "$WORK/default.yaml" || fail "default render lacks bindVerb"
 grep -q 'bindVerb: bind' "$WORK/binpack-values.yaml" && fail "kubernetesApi=false still renders bindVerb"
+# HTTPS between kube-scheduler and Troupe only when troupe.tls.enabled; then both sides are set.
+grep -q 'enableHTTPS' "$WORK/default.yaml" && fail "default values render enableHTTPS"
+grep -q 'value: "2"' "$WORK/default.yaml" || fail "default render does not set MALLOC_ARENA_MAX"
+for want in 'urlPrefix: https://127.0.0.1:8888' 'enableHTTPS: true' 'certFile: /etc/kubernetes/troupe-tls/client.crt' \
+            '--client-ca=/etc/troupe/tls/ca.crt' '--tls-cert=/etc/troupe/tls/tls.crt' 'client.key:' 'fsGroup: 65532'; do
+  grep -qF -- "$want" "$WORK/tls-values.yaml" || fail "ci/tls-values.yaml render lacks '$want'"
+done
+if "$HELM" template troupe "$CHART" --set troupe.tls.enabled=true --set troupe.tls.existingSecret=mine \
+     >"$WORK/tls-existing.yaml" 2>&1; then
+  grep -q 'kind: Secret' "$WORK/tls-existing.yaml" && fail "troupe.tls.existingSecret still renders a Secret"
+  grep -q 'secretName: mine' "$WORK/tls-existing.yaml" || fail "troupe.tls.existingSecret is not mounted"
+else
+  cat "$WORK/tls-existing.yaml"; fail "helm template with troupe.tls.existingSecret"
+fi
 # The schema must reject bad values.
 for bad in troupe.policy.name=best troupe.logLevel=verbose nosuchkey=1 troupe.weights.pack=1 \
-           kubeScheduler.leaderElection.leaseName=kube-scheduler troupe.policy.weights.pack=2; do
+           kubeScheduler.leaderElection.leaseName=kube-scheduler troupe.policy.weights.pack=2 \
+           troupe.limits.maxConnections=0 troupe.limits.headerTimeout=5 troupe.tls.enable=true \
+           troupe.maxBodyBytes=4294967296; do
   if "$HELM" template troupe "$CHART" --set "$bad" >/dev/null 2>&1; then fail "schema accepted --set $bad"; fi
 done
 
