@@ -471,6 +471,20 @@ def budget(ctx):
     return {"responses": answers, "response": answers[0]}
 
 
+def declared_not_sent(ctx):
+    """Two connections declare 64 MiB bodies (the whole default budget) and send 1 KiB: the in-flight budget counts what
+    arrived, so an ordinary filter beside them is still served."""
+    head = request("POST", "/filter", None, {"Content-Length": str(64 * MIB)}, length=False)
+    socks = [connect(ctx.port) for _ in range(2)]
+    for s in socks:
+        s.sendall(head + b"{" * 1024)
+    time.sleep(0.2)
+    r = post(ctx.port, "/filter", FILTER)
+    for s in socks:
+        s.close()
+    return {"response": r}
+
+
 def concurrent_binds(ctx, gpus, node, n, prefix, milli=None):
     names = [f"{prefix}-{i}" for i in range(n)]
     for name in names:
@@ -544,6 +558,8 @@ def catalogue():
               r.status == 400 for r in res["responses"]) and all(
               "maxBodyBytesInFlight" in r.text() for r in res["responses"] if r.status == 503)
           else f"answers {[repr(r) for r in res['responses']]}"),
+        C("HOLD", "2 connections declare 64 MiB and send 1 KiB; a filter beside them", declared_not_sent,
+          status=200),
         C("P127", "Content-Length: -1", lambda ctx: {"response": exchange(ctx.port, request(
             "POST", "/filter", None, {"Content-Length": "-1"}, length=False) + b"{}", 5.0)},
           status=400, says=("Content-Length",)),

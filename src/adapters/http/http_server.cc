@@ -6,7 +6,7 @@
 //     past it;
 //   - the body by maxBodyBytes: a declared Content-Length over it is answered 413 before any of
 //     the body is read and without allocating it; a chunked body is cut off at the limit;
-//   - all bodies together by max_body_bytes_in_flight (503);
+//   - all bodies together by max_body_bytes_in_flight, counted as they arrive (503);
 //   - time: a header must arrive within header_timeout, a whole request within read_timeout,
 //     the next request on a kept-alive connection within idle_timeout; answers are written
 //     within write_timeout; connections past max_connections are closed at once.
@@ -298,10 +298,6 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   void headerRead() {
     auto& req = parser_->get();
     noteRequestLine();
-    if (boost::optional<std::uint64_t> length = parser_->content_length()) {
-      // Within maxBodyBytes (the parser refused larger): reserve it all now.
-      if (!reserve(static_cast<size_t>(*length))) return;
-    }
     lowest().expires_at(request_start_ + limits().read_timeout);
     if (parser_->is_done()) {
       dispatch();
@@ -330,7 +326,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
                                self->readFailed(ec);
                                return;
                              }
-                             // A chunked body reserves what it has grown by.
+                             // The body reserves what has arrived, not what it declared: a
+                             // slow client announcing 64 MiB holds only what it has sent.
                              const size_t size = self->parser_->get().body().size();
                              if (size > self->reserved_ && !self->reserve(size - self->reserved_)) return;
                              if (self->parser_->is_done()) {
