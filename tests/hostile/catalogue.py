@@ -235,14 +235,23 @@ class Server:
             return False
 
     def stop(self):
-        if self.proc.poll() is None:
+        """Stops the server with SIGTERM (a clean drain); its exit code, or None if it had to be
+        killed. A sanitizer build exits non-zero when it found an error or a leak."""
+        code = self.proc.poll()
+        if code is None:
             self.proc.terminate()
             try:
-                self.proc.wait(15)
+                code = self.proc.wait(30)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+                code = None
         self.log.close()
+        return code
+
+    def log_tail(self, lines=30):
+        with open(self.log.name, "rb") as f:
+            return b"\n".join(f.read().splitlines()[-lines:]).decode("utf-8", "replace")
 
 
 def healthz(port, timeout=5.0):
@@ -736,6 +745,15 @@ def judge(case, result, peak, health, watch, args):
     return problems
 
 
+def stopped(server, failed, args):
+    """Stops `server`; a crash, a hang on SIGTERM or a sanitizer report fails the run."""
+    code = server.stop()
+    if code != 0 and not args.report_only:
+        failed.append("EXIT")
+        print(f"[FAIL ] troupe serve (pid {server.proc.pid}) ended with {code} (expected 0 after SIGTERM):\n"
+              f"{server.log_tail()}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--binary", default=os.environ.get("TROUPE_BINARY", os.path.join(ROOT, "build/troupe")))
@@ -767,8 +785,8 @@ def main():
             print(f"troupe serve pid {server.proc.pid} on 127.0.0.1:{server.port}; RSS at start "
                   f"{server.rss_mib():.0f} MiB", flush=True)
             for case in cases:
-                if not server.alive() or (args.fresh and results):
-                    server.stop()
+                if args.fresh and results:
+                    stopped(server, failed, args)
                     server = Server(args.binary, args.legacy, workdir, env)
                 ctx = Context(server, slow_window=8.0 if not args.legacy else 12.0, max_connections=200)
                 ctx.payload = case.prepare() if case.prepare else None
@@ -808,8 +826,15 @@ def main():
                       flush=True)
                 for p in problems:
                     print(f"          - {p}", flush=True)
+                if not server.alive():  # counted above; go on with a fresh server
+                    if case.branch and not args.strict_pending:
+                        print(f"          (troupe serve died in a pending input: {server.log_tail(3)})", flush=True)
+                        server.stop()
+                    else:
+                        stopped(server, failed, args)
+                    server = Server(args.binary, args.legacy, workdir, env)
         finally:
-            server.stop()
+            stopped(server, failed, args)
     if args.report:
         with open(args.report, "w", encoding="utf-8") as f:
             json.dump(results, f, indent=1)
