@@ -25,6 +25,11 @@ RUN apt-get update \
  && useradd --system --uid 65532 --no-create-home --shell /usr/sbin/nologin troupe
 COPY --from=build /src/build/troupe /usr/local/bin/troupe
 USER 65532:65532
+# glibc's heap: two arenas, not one per thread, so memory freed after large requests is reused
+# instead of kept per thread (README: Limits).
+ENV MALLOC_ARENA_MAX=2
 EXPOSE 8888 8889
 ENTRYPOINT ["/usr/local/bin/troupe", "serve"]
-CMD ["--listen", "0.0.0.0:8888", "--metrics-listen", "0.0.0.0:8889"]
+# The verbs only on loopback (kube-scheduler runs in the same pod; nothing else may call them,
+# unless HTTPS with client certificates is on: README "TLS"); probes and metrics on all addresses.
+CMD ["--listen", "127.0.0.1:8888", "--metrics-listen", "0.0.0.0:8889"]

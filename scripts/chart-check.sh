@@ -143,10 +143,30 @@ for e in errors:
     print("  " + e)
 sys.exit(1 if errors else 0)
 PY
+# HTTPS between kube-scheduler and Troupe only when troupe.tls.enabled; then both sides are set.
+grep -q 'enableHTTPS' "$WORK/default.yaml" && fail "default values render enableHTTPS"
+grep -q 'value: "2"' "$WORK/default.yaml" || fail "default render does not set MALLOC_ARENA_MAX"
+for want in 'urlPrefix: https://127.0.0.1:8888' 'enableHTTPS: true' 'certFile: /etc/kubernetes/troupe-tls/client.crt' \
+            '--client-ca=/etc/troupe/tls/ca.crt' '--tls-cert=/etc/troupe/tls/tls.crt' 'client.key:' 'fsGroup: 65532'; do
+  grep -qF -- "$want" "$WORK/tls-values.yaml" || fail "ci/tls-values.yaml render lacks '$want'"
+done
+if "$HELM" template troupe "$CHART" --set troupe.tls.enabled=true --set troupe.tls.existingSecret=mine \
+     >"$WORK/tls-existing.yaml" 2>&1; then
+  python3 - "$WORK/tls-existing.yaml" <<'PY' || fail "troupe.tls.existingSecret still renders a TLS Secret"
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+sys.exit(1 if [d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"].endswith("-tls")] else 0)
+PY
+  grep -q 'secretName: mine' "$WORK/tls-existing.yaml" || fail "troupe.tls.existingSecret is not mounted"
+else
+  cat "$WORK/tls-existing.yaml"; fail "helm template with troupe.tls.existingSecret"
+fi
 # The schema must reject bad values.
 for bad in troupe.policy.name=best troupe.logLevel=verbose nosuchkey=1 troupe.weights.pack=1 \
            kubeScheduler.leaderElection.leaseName=kube-scheduler troupe.policy.weights.pack=2 \
-           networkPolicy.enabled=yes troupe.serviceAccount.separate=maybe; do
+           networkPolicy.enabled=yes troupe.serviceAccount.separate=maybe \
+           troupe.limits.maxConnections=0 troupe.limits.headerTimeout=5 troupe.tls.enable=true \
+           troupe.maxBodyBytes=4294967296; do
   if "$HELM" template troupe "$CHART" --set "$bad" >/dev/null 2>&1; then fail "schema accepted --set $bad"; fi
 done
 
@@ -169,10 +189,30 @@ users: [{name: x, user: {token: x}}]
 contexts: [{name: x, context: {cluster: x, user: x}}]
 current-context: x
 KC
+tls_files() {  # tls_files RENDER DIR: the generated TLS Secret's files into DIR; false when none
+  python3 - "$1" "$2" <<'PY'
+import base64, os, sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d["kind"] == "Secret" and d["metadata"]["name"].endswith("-tls"):
+        os.makedirs(sys.argv[2], exist_ok=True)
+        for k, v in d["data"].items():
+            open(os.path.join(sys.argv[2], k), "wb").write(base64.b64decode(v))
+        break
+else:
+    sys.exit(1)
+PY
+}
 for r in "${renders[@]}"; do
   n=$(basename "$r" .yaml)
+  # With troupe.tls: both containers load the chart's generated certificates (kube-scheduler
+  # builds its extender client from them; Troupe serves HTTPS with them).
+  tls_args=()
+  if tls_files "$r" "$WORK/$n-tls"; then
+    tls_args=(--tls-cert "$WORK/$n-tls/tls.crt" --tls-key "$WORK/$n-tls/tls.key" --client-ca "$WORK/$n-tls/ca.crt")
+  fi
   if [[ -x $K8S_BIN/kube-scheduler ]]; then
-    extract "$r" scheduler-config.yaml | sed "s#kubeconfig: \"\"#kubeconfig: $WORK/dummy-kubeconfig#" >"$WORK/$n-ks.yaml"
+    extract "$r" scheduler-config.yaml | sed -e "s#kubeconfig: \"\"#kubeconfig: $WORK/dummy-kubeconfig#" \
+      -e "s#/etc/kubernetes/troupe-tls/#$WORK/$n-tls/#" >"$WORK/$n-ks.yaml"
     "$K8S_BIN/kube-scheduler" --config "$WORK/$n-ks.yaml" --write-config-to "$WORK/$n-ks-out.yaml" \
       >"$WORK/$n-ks.log" 2>&1 || { tail -3 "$WORK/$n-ks.log"; fail "kube-scheduler rejects the $n scheduler config"; }
   else
@@ -182,13 +222,23 @@ for r in "${renders[@]}"; do
     extract "$r" config.yaml >"$WORK/$n-troupe.yaml"
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     KUBERNETES_SERVICE_HOST="" "$TROUPE_BIN" serve --listen "127.0.0.1:$port" --config "$WORK/$n-troupe.yaml" \
-      --cluster examples/cluster.yaml >"$WORK/$n-troupe.log" 2>&1 &
+      --cluster examples/cluster.yaml "${tls_args[@]}" >"$WORK/$n-troupe.log" 2>&1 &
     pid=$!; PIDS+=("$pid"); ok=
+    probe=(curl -sf "http://127.0.0.1:$port/healthz")
+    if ((${#tls_args[@]})); then  # as kube-scheduler: its client certificate, Troupe's checked against ca.crt
+      probe=(curl -sf --cacert "$WORK/$n-tls/ca.crt" --cert "$WORK/$n-tls/client.crt" --key "$WORK/$n-tls/client.key"
+             "https://127.0.0.1:$port/healthz")
+    fi
     for _ in $(seq 50); do
-      curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && { ok=1; break; }
+      "${probe[@]}" >/dev/null 2>&1 && { ok=1; break; }
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.1
     done
+    if [[ -n $ok ]] && ((${#tls_args[@]})) &&
+       curl -sf --cacert "$WORK/$n-tls/ca.crt" "https://127.0.0.1:$port/healthz" >/dev/null 2>&1; then
+      kill "$pid" 2>/dev/null || true
+      fail "the $n render: Troupe answered a client without a certificate"
+    fi
     kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
     [[ -n $ok ]] || { cat "$WORK/$n-troupe.log"; fail "troupe rejects the $n config.yaml"; }
   else

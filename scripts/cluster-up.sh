@@ -27,6 +27,9 @@
 #                          $TROUPE_SCHEDULER_NAME. Default: standalone (--cluster
 #                          build/e2e/cluster.yaml). Kept in state.env, so troupe-restart.sh starts
 #                          the same mode.
+#   TROUPE_TLS=1           kube-scheduler calls Troupe over HTTPS with a client certificate
+#                          (enableHTTPS, tlsConfig); openssl makes the certificates in
+#                          build/e2e/troupe-tls/. Kept in state.env like TROUPE_MODE.
 #   TROUPE_SCHEDULER_NAME  scheduler profile name (default troupe-scheduler)
 #   NODE_CREATE_PARALLEL   max concurrent kubectl create processes for nodes (default 2)
 #   KEEP_ON_FAILURE=1      leave processes running if startup fails (for debugging)
@@ -43,7 +46,7 @@ usage_hint() {
 
 Cluster is up: Kubernetes $K8S_VERSION, $n fake GPU nodes, scheduler "${TROUPE_SCHEDULER_NAME:-troupe-scheduler}".
   apiserver  https://127.0.0.1:$APISERVER_PORT     (logs: build/e2e/logs/)
-  troupe     http://127.0.0.1:$TROUPE_PORT  $(e2e_troupe_ok && echo "(running, pid $(e2e_pid troupe))" || echo "(NOT running)")
+  troupe     $(e2e_troupe_url)  $(e2e_troupe_ok && echo "(running, pid $(e2e_pid troupe))" || echo "(NOT running)")
 Use it with:
   export KUBECONFIG=$E2E_KUBECONFIG; $KUBECTL get nodes
 Restart only Troupe: scripts/troupe-restart.sh [restart|stop|start|status]
@@ -53,6 +56,7 @@ MSG
 
 # ---- already up? -------------------------------------------------------------
 requested_mode="${TROUPE_MODE:-}"
+requested_tls="${TROUPE_TLS:-}"
 if e2e_load_state; then
   if e2e_etcd_ok && e2e_apiserver_ok && e2e_scheduler_ok; then
     e2e_log "cluster already up and healthy"
@@ -61,6 +65,9 @@ if e2e_load_state; then
     fi
     if [ -n "$requested_mode" ] && [ "$requested_mode" != "${TROUPE_MODE:-standalone}" ]; then
       e2e_warn "running cluster was created with TROUPE_MODE='${TROUPE_MODE:-standalone}' (requested '$requested_mode'); run cluster-down first to change it"
+    fi
+    if [ -n "$requested_tls" ] && [ "$requested_tls" != "${TROUPE_TLS:-0}" ]; then
+      e2e_warn "running cluster was created with TROUPE_TLS='${TROUPE_TLS:-0}' (requested '$requested_tls'); run cluster-down first to change it"
     fi
     troupe_start
     usage_hint
@@ -96,7 +103,7 @@ cleanup_on_failure() {
 trap cleanup_on_failure EXIT
 
 # ---- fresh state ------------------------------------------------------------
-rm -rf "$E2E_LOGS" "$E2E_PIDS" "$E2E_DIR/pki" "$E2E_DIR/nodes" "$E2E_RECORD" "$E2E_TROUPE_KUBECONFIG"
+rm -rf "$E2E_LOGS" "$E2E_PIDS" "$E2E_DIR/pki" "$E2E_DIR/nodes" "$E2E_RECORD" "$E2E_TROUPE_KUBECONFIG" "$E2E_TROUPE_TLS"
 mkdir -p "$E2E_LOGS" "$E2E_PIDS" "$E2E_DIR/pki"
 read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT free_troupe_port free_metrics_port \
   <<< "$(e2e_free_ports 6)"
@@ -104,6 +111,8 @@ TROUPE_PORT="${TROUPE_PORT:-$free_troupe_port}"
 TROUPE_METRICS_PORT="${TROUPE_METRICS_PORT:-$free_metrics_port}"   # /healthz /readyz /metrics only
 TROUPE_SCHEDULER_NAME="${TROUPE_SCHEDULER_NAME:-troupe-scheduler}"
 TROUPE_MODE="${requested_mode:-standalone}"   # not a stale state.env's
+TROUPE_TLS="${requested_tls:-0}"
+case "$TROUPE_TLS" in 0|1) ;; *) e2e_die "TROUPE_TLS='$TROUPE_TLS' must be 0 or 1" ;; esac
 case "$TROUPE_MODE" in
   standalone) ;;
   kube) export TROUPE_BIND_VERB="${TROUPE_BIND_VERB-bind}" ;;
@@ -129,6 +138,7 @@ TROUPE_METRICS_PORT=$TROUPE_METRICS_PORT
 TROUPE_SCHEDULER_NAME=$TROUPE_SCHEDULER_NAME
 E2E_NODES=${NODES:-}
 TROUPE_MODE=$TROUPE_MODE
+TROUPE_TLS=$TROUPE_TLS
 STATE
 e2e_log "ports: etcd $ETCD_PORT/$ETCD_PEER_PORT apiserver $APISERVER_PORT scheduler $SCHEDULER_PORT troupe $TROUPE_PORT (metrics $TROUPE_METRICS_PORT); etcd data $ETCD_DIR"
 
@@ -208,8 +218,10 @@ e2e_log "nodes created"
 troupe_start
 
 # ---- kube-scheduler ------------------------------------------------------------
+tls_env=(TROUPE_SCHEME=http TROUPE_ENABLE_HTTPS= TROUPE_TLS_DIR=)
+[ "$TROUPE_TLS" = 1 ] && tls_env=(TROUPE_SCHEME=https TROUPE_ENABLE_HTTPS=true TROUPE_TLS_DIR="$E2E_TROUPE_TLS")
 E2E_KUBECONFIG="$E2E_KUBECONFIG" TROUPE_PORT="$TROUPE_PORT" TROUPE_SCHEDULER_NAME="$TROUPE_SCHEDULER_NAME" \
-  python3 "$E2E_ROOT/tests/e2e/render_template.py" \
+  env "${tls_env[@]}" python3 "$E2E_ROOT/tests/e2e/render_template.py" \
   "${SCHEDULER_TEMPLATE:-$E2E_ROOT/tests/e2e/scheduler-config.tmpl.yaml}" "$E2E_DIR/scheduler-config.yaml"
 e2e_start kube-scheduler "$K8S_BIN/kube-scheduler" \
   --config="$E2E_DIR/scheduler-config.yaml" \

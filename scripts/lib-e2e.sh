@@ -12,6 +12,7 @@
 #                      troupe-system/troupe with deploy/rbac.yaml's ClusterRole and nothing
 #                      else (made at the first Troupe start, renewed after a day; TROUPE_E2E_ADMIN=1:
 #                      admin instead)
+#   troupe-tls/        with TROUPE_TLS=1: ca.crt, Troupe's server.crt/.key, kube-scheduler's client.crt/.key
 #   pki/ tokens.csv sa.key scheduler-config.yaml nodes.json cluster.yaml
 
 E2E_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,6 +24,7 @@ E2E_STATE="$E2E_DIR/state.env"
 E2E_KUBECONFIG="$E2E_DIR/kubeconfig"
 E2E_TROUPE_KUBECONFIG="$E2E_DIR/troupe-kubeconfig"
 E2E_RECORD="$E2E_DIR/record"   # request bodies Troupe recorded (kept by cluster-down)
+E2E_TROUPE_TLS="$E2E_DIR/troupe-tls"   # TROUPE_TLS=1: the extender's certificates
 K8S_VERSION="$(awk '$1=="k8s.io/kubernetes" && $2 ~ /^v1\./ {print $2; exit}' "$E2E_ROOT/tools/k8s/go.mod")"
 K8S_BIN="${K8S_BIN:-$E2E_ROOT/build/k8s/$K8S_VERSION/bin}"
 KUBECTL="$K8S_BIN/kubectl"
@@ -143,7 +145,50 @@ e2e_apiserver_ok() {
     curl -fsS --max-time 3 --cacert "$E2E_DIR/pki/apiserver.crt" "https://127.0.0.1:$APISERVER_PORT/readyz" >/dev/null 2>&1
 }
 e2e_scheduler_ok() { e2e_pid kube-scheduler >/dev/null && curl -fsSk --max-time 2 "https://127.0.0.1:$SCHEDULER_PORT/healthz" >/dev/null 2>&1; }
-e2e_troupe_ok() { e2e_pid troupe >/dev/null && curl -fsS --max-time 2 "http://127.0.0.1:$TROUPE_PORT/healthz" >/dev/null 2>&1; }
+e2e_troupe_ok() { e2e_pid troupe >/dev/null && curl -fsS --max-time 2 $(e2e_troupe_curl_args) "$(e2e_troupe_url)/healthz" >/dev/null 2>&1; }
+
+# Troupe's extender address: https:// with TROUPE_TLS=1 (kept in state.env), else http://.
+e2e_troupe_url() {
+  if [ "${TROUPE_TLS:-0}" = 1 ]; then echo "https://127.0.0.1:$TROUPE_PORT"; else echo "http://127.0.0.1:$TROUPE_PORT"; fi
+}
+# curl arguments to reach the extender port: with TLS, kube-scheduler's client certificate.
+e2e_troupe_curl_args() {
+  if [ "${TROUPE_TLS:-0}" = 1 ]; then
+    echo "--cacert $E2E_TROUPE_TLS/ca.crt --cert $E2E_TROUPE_TLS/client.crt --key $E2E_TROUPE_TLS/client.key"
+  fi
+}
+
+# e2e_troupe_certs: a CA, Troupe's server certificate for 127.0.0.1 and kube-scheduler's client
+# certificate, with openssl, in $E2E_TROUPE_TLS (kept when already there).
+e2e_troupe_certs() {
+  local d="$E2E_TROUPE_TLS"
+  [ -s "$d/ca.crt" ] && [ -s "$d/server.crt" ] && [ -s "$d/client.crt" ] && return 0
+  mkdir -p "$d"
+  (
+    cd "$d"
+    umask 077
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 7 \
+      -subj "/CN=troupe-e2e-extender-ca" -keyout ca.key -out ca.crt \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=troupe-extender" \
+      -keyout server.key -out server.csr 2>/dev/null
+    printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature" \
+      "extendedKeyUsage=serverAuth" "subjectAltName=IP:127.0.0.1,DNS:localhost" > server.ext
+    openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 7 \
+      -extfile server.ext -out server.crt 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=kube-scheduler" \
+      -keyout client.key -out client.csr 2>/dev/null
+    printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature" \
+      "extendedKeyUsage=clientAuth" > client.ext
+    openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 7 \
+      -extfile client.ext -out client.crt 2>/dev/null
+    rm -f ./*.csr ./*.ext ca.srl
+    # A client certificate from another CA, which Troupe must refuse (tests/e2e/test_tls.py).
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 7 \
+      -subj "/CN=someone-else" -keyout stranger.key -out stranger.crt 2>/dev/null
+    chmod 0644 ./*.crt
+  ) || e2e_die "could not make Troupe's TLS certificates in $d (openssl)"
+}
 
 # e2e_troupe_credentials: write $E2E_TROUPE_KUBECONFIG, Troupe's kubeconfig with a token of
 # troupe-system/troupe bound to deploy/rbac.yaml's ClusterRole only, so the e2e runs Troupe with
@@ -222,14 +267,23 @@ troupe_start() {
   # Probes and Prometheus on their own port, as the Helm chart runs it (older state.env: none).
   local metrics=()
   [ -n "${TROUPE_METRICS_PORT:-}" ] && metrics=(--metrics-listen "127.0.0.1:$TROUPE_METRICS_PORT")
+  # TROUPE_TLS=1 (kept in state.env): the verbs over HTTPS, kube-scheduler's client certificate
+  # required, as the chart runs it with troupe.tls.enabled.
+  local tls=()
+  if [ "${TROUPE_TLS:-0}" = 1 ]; then
+    e2e_troupe_certs
+    tls=(--tls-cert "$E2E_TROUPE_TLS/server.crt" --tls-key "$E2E_TROUPE_TLS/server.key"
+         --client-ca "$E2E_TROUPE_TLS/ca.crt")
+  fi
   # Filter narrowed to Troupe's best node, as the chart ships it (README: Live replay);
   # TROUPE_NARROW_TO=all for scores only. A --narrow-to in TROUPE_ARGS comes later and wins.
   # shellcheck disable=SC2086
   e2e_start troupe "$TROUPE_BIN" serve --listen "127.0.0.1:$TROUPE_PORT" "${metrics[@]}" \
-    "${source[@]}" "${record[@]}" --narrow-to "${TROUPE_NARROW_TO:-best}" ${TROUPE_ARGS:-}
-  e2e_wait_http troupe "http://127.0.0.1:$TROUPE_PORT$ready_path" "${TROUPE_WAIT_S:-30}" ||
+    "${source[@]}" "${record[@]}" "${tls[@]}" --narrow-to "${TROUPE_NARROW_TO:-best}" ${TROUPE_ARGS:-}
+  # shellcheck disable=SC2046
+  e2e_wait_http troupe "$(e2e_troupe_url)$ready_path" "${TROUPE_WAIT_S:-30}" $(e2e_troupe_curl_args) ||
     e2e_die "troupe did not become healthy"
-  e2e_log "troupe healthy (pid $(e2e_pid troupe)) on http://127.0.0.1:$TROUPE_PORT"
+  e2e_log "troupe healthy (pid $(e2e_pid troupe)) on $(e2e_troupe_url)"
 }
 
 troupe_stop() { e2e_stop -t "${TROUPE_STOP_TIMEOUT_S:-10}" troupe; }

@@ -11,7 +11,7 @@ Fixtures (helpers live in kubehelpers.py):
                   controller without kube-controller-manager)
   scheduler_name  the profile name pods must use ("troupe-scheduler")
   troupe          TroupeControl: stop/start/restart Troupe only
-  troupe_url      Troupe's extender address (http://127.0.0.1:PORT)
+  troupe_url      Troupe's plain-HTTP address for probes and /metrics (http://127.0.0.1:PORT)
   api             KubeAPI: direct REST calls to the apiserver (kubeapi.py)
   cluster_nodes   the fleet from build/e2e/cluster.yaml (list of dicts)
   scheduler_config  build/e2e/scheduler-config.yaml, parsed (which extender verbs are on)
@@ -69,7 +69,10 @@ def api():
 
 @pytest.fixture(scope="module")
 def troupe_url(e2e_state):
-    """Troupe's extender address (verbs; /metrics too unless a metrics port is set)."""
+    """Troupe's plain-HTTP address for /healthz, /readyz and /metrics: the extender port, or the
+    metrics port when the verbs are on HTTPS (TROUPE_TLS=1: they need a client certificate)."""
+    if e2e_state.get("TROUPE_TLS") == "1":
+        return f"http://127.0.0.1:{e2e_state['TROUPE_METRICS_PORT']}"
     return f"http://127.0.0.1:{e2e_state['TROUPE_PORT']}"
 
 

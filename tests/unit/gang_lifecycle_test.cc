@@ -295,7 +295,8 @@ TEST_CASE("gang lifecycle: a member the API shows bound by someone else releases
 }
 
 TEST_CASE("gang lifecycle: config keys gang.timeout, gang.maxTimeout, gang.maxGangs", "[gang][config]") {
-  auto c = troupe::config::parseServeConfig("gang:\n  timeout: 2m\n  maxTimeout: 10m\n  maxGangs: 50\n", "t.yaml");
+  auto c =
+      troupe::config::parseServeConfig("gang:\n  timeout: 2m\n  maxTimeout: 10m\n  maxGangs: 50\n", "t.yaml");
   REQUIRE(c.isOk());
   CHECK(c.value().gang_timeout == std::chrono::minutes(2));
   CHECK(c.value().gang_max_timeout == std::chrono::minutes(10));

@@ -167,12 +167,37 @@ TEST_CASE("json scanner: the input's edges as the library reads them", "[wire][j
   }
 }
 
-TEST_CASE("json scanner: deep nesting is skipped without recursion", "[wire][json]") {
+TEST_CASE("json scanner: nesting deeper than the limit is refused, and says so", "[wire][json]") {
+  using troupe::http::kMaxJsonDepth;
+  // The outermost object is level 1: kMaxJsonDepth - 1 arrays inside it is the most allowed.
+  auto nested = [](size_t arrays, bool empty) {
+    return "{\"x\":" + std::string(arrays, '[') + (empty ? "" : "1") + std::string(arrays, ']') + ",\"y\":1}";
+  };
+  for (bool empty : {false, true}) {
+    CHECK(scannerAccepts(nested(kMaxJsonDepth - 1, empty)));
+    const std::string too_deep = nested(kMaxJsonDepth, empty);
+    JsonScanner in(too_deep);
+    CHECK_FALSE(in.skip());
+    CHECK(in.tooDeep());
+  }
+  // The same through enterObject/enterArray.
+  const std::string opens(kMaxJsonDepth + 1, '[');
+  JsonScanner walk(opens);
+  size_t entered = 0;
+  while (walk.enterArray()) ++entered;
+  CHECK(entered == kMaxJsonDepth);
+  CHECK(walk.tooDeep());
+  // 200,000 levels stop at the limit (no recursion, no state per level past it); a malformed
+  // body is not reported as too deep.
   const size_t depth = 200000;
-  std::string deep = "{\"x\":" + std::string(depth, '[') + std::string(depth, ']') + ",\"y\":1}";
-  CHECK(scannerAccepts(deep));
-  std::string unbalanced = "{\"x\":" + std::string(depth, '[') + std::string(depth - 1, ']') + "}";
-  CHECK_FALSE(scannerAccepts(unbalanced));
+  const std::string deep_text = "{\"x\":" + std::string(depth, '[') + std::string(depth, ']') + ",\"y\":1}";
+  JsonScanner deep(deep_text);
+  CHECK_FALSE(deep.skip());
+  CHECK(deep.tooDeep());
+  const std::string unbalanced_text = "{\"x\":[[1]}";
+  JsonScanner unbalanced(unbalanced_text);
+  CHECK_FALSE(unbalanced.skip());
+  CHECK_FALSE(unbalanced.tooDeep());
 }
 
 TEST_CASE("json scanner: strings decode to the library's bytes", "[wire][json]") {

@@ -78,3 +78,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "troupe.separateAccount" -}}
 {{- if and .Values.troupe.kubernetesApi .Values.troupe.serviceAccount.separate }}true{{ end }}
 {{- end }}
+
+{{/* The Secret with the extender's TLS files: the user's, or the one the chart generates. */}}
+{{- define "troupe.tlsSecret" -}}
+{{- default (printf "%s-tls" (include "troupe.fullname" .)) .Values.troupe.tls.existingSecret }}
+{{- end }}

@@ -1,13 +1,10 @@
 #include "adapters/http/extender_server.h"
 
-#include <cpprest/http_listener.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <future>
 
-#include "adapters/http/request_drain.h"
 #include "adapters/http/wire.h"
 
 namespace troupe::http {
@@ -48,28 +45,77 @@ HttpResponse ExtenderHandler::shuttingDown(const std::string& raw_path, const st
   return {503, encodeHttpError(message), "application/json"};
 }
 
+HttpResponse ExtenderHandler::tooLarge(const std::string& raw_path, std::optional<uint64_t> declared) {
+  const std::string path = raw_path.substr(0, raw_path.find('?'));
+  const std::string verb = path.substr(path.rfind('/') + 1);
+  if (verb == "filter" || verb == "prioritize" || verb == "bind" || verb == "preempt") {
+    metrics_.observeRequest(verb, "bad_request", 0);
+  }
+  const std::string size = declared ? "of " + std::to_string(*declared) + " bytes " : "";
+  return {413,
+          encodeHttpError("request body " + size + "is over the limit of " +
+                          std::to_string(options_.max_body_bytes) +
+                          " bytes; raise maxBodyBytes in Troupe's config or use nodeCacheCapable: true"),
+          "application/json"};
+}
+
+HttpResponse ExtenderHandler::internalError(std::string_view where, const std::string& path,
+                                            const char* what) {
+  logger_.error("internal error", {{"where", std::string(where)}, {"path", path}, {"error", what}});
+  if (options_.on_internal_error) {
+    try {
+      options_.on_internal_error(where);
+    } catch (...) {  // a counter that throws must not turn a 500 into a crash
+    }
+  }
+  return {500, encodeHttpError(std::string("internal error: ") + what), "application/json"};
+}
+
 void ExtenderHandler::handleAsync(const std::string& method, const std::string& raw_path,
-                                  const std::string& body, Reply reply, Endpoints endpoints) {
+                                  const std::string& body, Reply raw_reply, Endpoints endpoints) {
+  // Exactly one answer, whatever throws where: a 500 sent after a real answer is dropped.
+  auto replied = std::make_shared<std::atomic<bool>>(false);
+  Reply reply = [replied, raw_reply = std::move(raw_reply)](HttpResponse r) {
+    if (!replied->exchange(true)) raw_reply(std::move(r));
+  };
   std::string path = raw_path.substr(0, raw_path.find('?'));
   while (path.size() > 1 && path.back() == '/') path.pop_back();
-  const auto start = Clock::now();
-  std::string verb;
-  HttpResponse early = route(method, path, body, endpoints, &verb);
-  if (verb != "bind" || early.status != 0) {
-    if (early.status == 0)
-      early = HttpResponse{500, encodeHttpError("internal error: unrouted request"), "application/json"};
-    reply(std::move(early));
-    return;
+  try {
+    const auto start = Clock::now();
+    std::string verb;
+    HttpResponse early = route(method, path, body, endpoints, &verb);
+    if (verb != "bind" || early.status != 0) {
+      if (early.status == 0)
+        early = HttpResponse{500, encodeHttpError("internal error: unrouted request"), "application/json"};
+      reply(std::move(early));
+      return;
+    }
+    bindAsync(body, start, reply);
+  } catch (const std::exception& e) {
+    reply(internalError("http", path, e.what()));
+  } catch (...) {
+    reply(internalError("http", path, "unknown exception"));
   }
-  // Bind answers later: when the pod's gang is complete, or at once for a pod on its own.
-  bind(body, [this, start, reply = std::move(reply)](HttpResponse r) {
-    const bool failed = r.body.find("\"Error\":\"\"") == std::string::npos;
-    metrics_.observeRequest("bind",
-                            r.status == 400 ? "bad_request"
-                            : failed        ? "error"
-                                            : "ok",
-                            secondsSince(start));
-    reply(std::move(r));
+}
+
+// Bind answers later: when the pod's gang is complete, or at once for a pod on its own. The
+// answer comes on a scheduler or binder thread, where an exception would end the process
+// (review C3), so the continuation catches too.
+void ExtenderHandler::bindAsync(const std::string& body, Clock::time_point start, Reply reply) {
+  bind(body, [this, start, reply](HttpResponse r) {
+    try {
+      const bool failed = r.body.find("\"Error\":\"\"") == std::string::npos;
+      metrics_.observeRequest("bind",
+                              r.status == 400 ? "bad_request"
+                              : failed        ? "error"
+                                              : "ok",
+                              secondsSince(start));
+      reply(std::move(r));
+    } catch (const std::exception& e) {
+      reply(internalError("http", "/bind", e.what()));
+    } catch (...) {
+      reply(internalError("http", "/bind", "unknown exception"));
+    }
   });
 }
 
@@ -110,14 +156,7 @@ HttpResponse ExtenderHandler::route(const std::string& method, const std::string
     if (method != "POST") {
       return {405, encodeHttpError(verb + " takes POST with a JSON body, not " + method), "application/json"};
     }
-    if (body.size() > options_.max_body_bytes) {
-      metrics_.observeRequest(verb, "bad_request", 0);
-      return {413,
-              encodeHttpError("request body of " + std::to_string(body.size()) +
-                              " bytes is over the limit of " + std::to_string(options_.max_body_bytes) +
-                              "; raise maxBodyBytes in Troupe's config or use nodeCacheCapable: true"),
-              "application/json"};
-    }
+    if (body.size() > options_.max_body_bytes) return tooLarge(path, body.size());
     if (!options_.record_dir.empty()) record(verb, body);
     if (!ready()) {
       // Until the first sync Troupe does not know which GPUs are taken; answering would risk
@@ -147,8 +186,7 @@ HttpResponse ExtenderHandler::route(const std::string& method, const std::string
     return r;
   } catch (const std::exception& e) {
     // Last resort: a bug must not take the scheduler's extender down.
-    logger_.error("internal error", {{"path", path}, {"error", e.what()}});
-    return {500, encodeHttpError(std::string("internal error: ") + e.what()), "application/json"};
+    return internalError("http", path, e.what());
   }
 }
 
@@ -189,44 +227,60 @@ void ExtenderHandler::bind(const std::string& body, Reply reply) {
     return;
   }
   const BindingArgs b = args.value();
+  // Runs `answer` on the thread that finishes the bind; an exception there is answered 500.
+  auto guarded = [this, reply](const std::function<void()>& answer) {
+    try {
+      answer();
+    } catch (const std::exception& e) {
+      reply(internalError("http", "/bind", e.what()));
+    } catch (...) {
+      reply(internalError("http", "/bind", "unknown exception"));
+    }
+  };
+  auto bound = [this, b, reply](const model::Allocation& a) {
+    std::string gpus;
+    for (int g : a.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+    logger_.info(
+        "bound",
+        {{"pod", b.pod_namespace + "/" + b.pod_name}, {"node", b.node}, {"gpus", gpus}, {"gang", a.gang}});
+    metrics_.observePlacement(a.topology_quality, a.topology_quality >= 1.0 - 1e-9);
+    reply(ok(encodeBindingResult("")));
+  };
   if (binder_) {
-    binder_->bindAsync(b, [this, b, reply = std::move(reply)](Result<model::Allocation> a) {
-      const std::string pod = b.pod_namespace + "/" + b.pod_name;
-      if (!a.isOk()) {
-        logger_.warn("bind failed", {{"pod", pod}, {"node", b.node}, {"error", a.status().message()}});
-        reply(ok(encodeBindingResult(a.status().message())));
-        return;
-      }
-      std::string gpus;
-      for (int g : a.value().gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
-      logger_.info("bound", {{"pod", pod}, {"node", b.node}, {"gpus", gpus}, {"gang", a.value().gang}});
-      metrics_.observePlacement(a.value().topology_quality, a.value().topology_quality >= 1.0 - 1e-9);
-      reply(ok(encodeBindingResult("")));
+    binder_->bindAsync(b, [this, b, reply, guarded, bound](Result<model::Allocation> a) {
+      guarded([&] {
+        if (!a.isOk()) {
+          logger_.warn("bind failed", {{"pod", b.pod_namespace + "/" + b.pod_name},
+                                       {"node", b.node},
+                                       {"error", a.status().message()}});
+          reply(ok(encodeBindingResult(a.status().message())));
+          return;
+        }
+        bound(a.value());
+      });
     });
     return;
   }
   scheduler_.bind(
       b.pod_uid, b.pod_namespace, b.pod_name, b.node,
-      [this, b, reply = std::move(reply)](Result<model::Allocation> a) {
-        const std::string pod = b.pod_namespace + "/" + b.pod_name;
-        if (!a.isOk()) {
-          logger_.warn("bind refused", {{"pod", pod}, {"node", b.node}, {"error", a.status().message()}});
-          reply(ok(encodeBindingResult(a.status().message())));
-          return;
-        }
-        if (post_bind_) {
-          if (Status st = post_bind_(b, a.value()); !st.isOk()) {
-            scheduler_.release(b.pod_uid);  // no GPU stays held for a pod that did not bind
-            logger_.warn("bind failed", {{"pod", pod}, {"node", b.node}, {"error", st.message()}});
-            reply(ok(encodeBindingResult(st.message())));
+      [this, b, reply, guarded, bound](Result<model::Allocation> a) {
+        guarded([&] {
+          const std::string pod = b.pod_namespace + "/" + b.pod_name;
+          if (!a.isOk()) {
+            logger_.warn("bind refused", {{"pod", pod}, {"node", b.node}, {"error", a.status().message()}});
+            reply(ok(encodeBindingResult(a.status().message())));
             return;
           }
-        }
-        std::string gpus;
-        for (int g : a.value().gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
-        logger_.info("bound", {{"pod", pod}, {"node", b.node}, {"gpus", gpus}, {"gang", a.value().gang}});
-        metrics_.observePlacement(a.value().topology_quality, a.value().topology_quality >= 1.0 - 1e-9);
-        reply(ok(encodeBindingResult("")));
+          if (post_bind_) {
+            if (Status st = post_bind_(b, a.value()); !st.isOk()) {
+              scheduler_.release(b.pod_uid);  // no GPU stays held for a pod that did not bind
+              logger_.warn("bind failed", {{"pod", pod}, {"node", b.node}, {"error", st.message()}});
+              reply(ok(encodeBindingResult(st.message())));
+              return;
+            }
+          }
+          bound(a.value());
+        });
       });
 }
 
@@ -246,134 +300,6 @@ void ExtenderHandler::record(const std::string& verb, const std::string& body) {
   std::ofstream out(options_.record_dir + "/" + name, std::ios::binary);
   out << body;
   if (!out) logger_.warn("could not record request", {{"dir", options_.record_dir}});
-}
-
-// ---------------------------------------------------------------------------------------------
-
-struct ExtenderServer::Impl {
-  std::string host;
-  int port;
-  ExtenderHandler& handler;
-  Logger& logger;
-  ServerOptions options;
-  std::unique_ptr<web::http::experimental::listener::http_listener> listener;
-  // Shared with the listener's callbacks, which may run until the listener is closed.
-  std::shared_ptr<RequestDrain> drain = std::make_shared<RequestDrain>();
-};
-
-ExtenderServer::ExtenderServer(std::string host, int port, ExtenderHandler& handler, Logger& logger,
-                               ServerOptions options)
-    : impl_(std::make_unique<Impl>(Impl{std::move(host), port, handler, logger, options, nullptr})) {}
-
-ExtenderServer::~ExtenderServer() { stop(); }
-
-std::string ExtenderServer::url() const {
-  return "http://" + impl_->host + ":" + std::to_string(impl_->port);
-}
-
-int ExtenderServer::inFlight() const { return impl_->drain->open(); }
-
-Status ExtenderServer::start() {
-  using web::http::http_request;
-  using web::http::status_code;
-  try {
-    impl_->listener = std::make_unique<web::http::experimental::listener::http_listener>(url());
-    // The callbacks reach the handler only through an admitted call: after stop() began they
-    // answer without touching it.
-    ExtenderHandler* handler = &impl_->handler;
-    std::shared_ptr<RequestDrain> drain = impl_->drain;
-    const Endpoints endpoints = impl_->options.endpoints;
-    impl_->listener->support([handler, drain, endpoints](http_request request) {
-      auto send = [request](const HttpResponse& r, std::function<void()> sent) mutable {
-        web::http::http_response response(static_cast<status_code>(r.status));
-        response.set_body(r.body, r.content_type);
-        request.reply(response).then([sent = std::move(sent)](pplx::task<void> t) {
-          try {
-            t.get();
-          } catch (...) {  // the client went away; nothing to do
-          }
-          if (sent) sent();
-        });
-      };
-      const std::string method = request.method();
-      const std::string path = request.relative_uri().to_string();
-      std::optional<RequestDrain::Admission> admitted =
-          drain->admit(send, ExtenderHandler::shuttingDown(path, "the request was still pending"));
-      if (!admitted) {
-        send(ExtenderHandler::shuttingDown(path, "no new requests are taken"), nullptr);
-        return;
-      }
-      std::shared_ptr<RequestDrain::Call> call = admitted->call;
-      std::shared_ptr<RequestDrain::Running> running = admitted->running;
-      Reply reply = [call](HttpResponse r) { call->answer(r); };
-      const size_t limit = handler->maxBodyBytes();
-      if (request.headers().content_length() > limit) {
-        handler->handleAsync(method, path, std::string(limit + 1, ' '), reply, endpoints);
-        running->release();
-        return;
-      }
-      request.extract_vector().then(
-          [handler, method, path, reply, running, endpoints](pplx::task<std::vector<unsigned char>> t) {
-            std::string body;
-            try {
-              std::vector<unsigned char> bytes = t.get();
-              body.assign(bytes.begin(), bytes.end());
-            } catch (const std::exception& e) {
-              reply(HttpResponse{400,
-                                 encodeHttpError(std::string("could not read the request body: ") + e.what()),
-                                 "application/json"});
-              running->release();
-              return;
-            }
-            handler->handleAsync(method, path, body, reply, endpoints);
-            running->release();
-          });
-    });
-    impl_->listener->open().wait();
-  } catch (const std::exception& e) {
-    impl_->listener.reset();
-    return unavailable("cannot listen on " + url() + ": " + e.what() +
-                       " (is the port in use? choose another with " + impl_->options.flag + " HOST:PORT)");
-  }
-  return Status::ok();
-}
-
-void ExtenderServer::stop() {
-  if (!impl_ || !impl_->listener) return;
-  const RequestDrain::Report report =
-      impl_->drain->drain(impl_->options.drain_grace, impl_->options.drain_running_limit);
-  if (report.answered_by_drain > 0) {
-    impl_->logger.warn("answered requests still pending at shutdown with an error",
-                       {{"url", url()}, {"requests", std::to_string(report.answered_by_drain)}});
-  }
-  if (!report.handlers_returned) {
-    impl_->logger.error("request handlers still running after the drain limit", {{"url", url()}});
-  }
-  try {
-    impl_->listener->close().wait();
-  } catch (...) {
-  }
-  impl_->listener.reset();
-}
-
-Result<std::pair<std::string, int>> parseListenAddress(const std::string& text, const std::string& flag) {
-  size_t colon = text.rfind(':');
-  auto bad = [&] {
-    return invalidArgument(flag + " \"" + text + "\" must be HOST:PORT, e.g. 127.0.0.1:8888 or 0.0.0.0:8888");
-  };
-  if (colon == std::string::npos || colon == 0) return bad();
-  std::string host = text.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  int port = 0;
-  try {
-    size_t used = 0;
-    port = std::stoi(text.substr(colon + 1), &used);
-    if (used != text.size() - colon - 1) return bad();
-  } catch (...) {
-    return bad();
-  }
-  if (port < 1 || port > 65535) return bad();
-  return std::make_pair(host, port);
 }
 
 }  // namespace troupe::http

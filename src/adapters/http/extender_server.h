@@ -9,16 +9,21 @@
 // verbs can stay on loopback while probes and Prometheus use the pod IP.
 //
 // ExtenderHandler turns (method, path, body) into a response and is tested without sockets;
-// ExtenderServer puts it on a cpprestsdk listener. Logical failures are HTTP 200 with the
-// protocol's Error field; malformed bodies are 400 with {"error": "..."} naming the problem;
-// bodies over the limit are 413. The handler never throws.
+// ExtenderServer puts it on an HTTP/1.1 listener (Boost.Beast over Asio, optionally TLS with
+// client certificates; docs/http-server.md says why and how it bounds memory and time).
+// Logical failures are HTTP 200 with the protocol's Error field; malformed bodies are 400 with
+// {"error": "..."} naming the problem; bodies over the limit are 413. The handler never throws:
+// an exception anywhere in a request (the bind continuation included) is answered 500 and
+// reported through HandlerOptions::on_internal_error.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "adapters/http/logger.h"
 #include "adapters/http/wire.h"
@@ -34,9 +39,14 @@ struct HttpResponse {
   std::string content_type = "application/json";
 };
 
+// Called with where an exception was caught ("http") each time one is, so it can be counted
+// (troupe_internal_errors_total{where}). Must not throw.
+using InternalErrorHook = std::function<void(std::string_view where)>;
+
 struct HandlerOptions {
   size_t max_body_bytes = 64 << 20;  // a 5,000-node full NodeList is ~20 MiB
   std::string record_dir;            // when set, every extender request body is saved here
+  InternalErrorHook on_internal_error;
 };
 
 // What happens once Troupe has chosen a pod's GPUs at bind: nothing more in standalone mode;
@@ -72,6 +82,11 @@ class ExtenderHandler {
   // Troupe's answer to a call it gives up on while shutting down (`why` says what was pending):
   // binds and filters get the protocol's Error (kube-scheduler retries the pod), the rest 503.
   static HttpResponse shuttingDown(const std::string& path, const std::string& why);
+  // The 413 for a body over maxBodyBytes, known from its declared length (`declared`) or found
+  // while reading a chunked one (nullopt); counted like any other bad request.
+  HttpResponse tooLarge(const std::string& path, std::optional<uint64_t> declared);
+  // Logs and counts an exception caught at `where` on the request path; the 500 to send.
+  HttpResponse internalError(std::string_view where, const std::string& path, const char* what);
   void setPostBind(PostBind post_bind) { post_bind_ = std::move(post_bind); }
   // Not owned; it must outlive every bind in flight. When set, it does the whole bind.
   void setBinder(PodBinder* binder) { binder_ = binder; }
@@ -79,8 +94,10 @@ class ExtenderHandler {
   void setReady(bool ready) { ready_.store(ready); }
   bool ready() const { return ready_.load(); }
   size_t maxBodyBytes() const { return options_.max_body_bytes; }
+  const InternalErrorHook& internalErrorHook() const { return options_.on_internal_error; }
 
  private:
+  void bindAsync(const std::string& body, std::chrono::steady_clock::time_point start, Reply reply);
   HttpResponse filter(const std::string& body);
   HttpResponse prioritize(const std::string& body);
   void bind(const std::string& body, Reply reply);
@@ -99,9 +116,40 @@ class ExtenderHandler {
   PodBinder* binder_ = nullptr;
 };
 
+// What a listener bounds, per connection and in all. Every limit answers with a status and a
+// message that names it (README "Limits"), or closes a connection that is too slow.
+struct ServerLimits {
+  size_t max_header_bytes = 64 << 10;  // request line + headers; more is 431
+  // Request bodies being read or handled at once, all connections together; a request that
+  // would pass it gets 503 (kube-scheduler retries). At least maxBodyBytes.
+  size_t max_body_bytes_in_flight = 128 << 20;
+  size_t max_connections = 1024;  // more are closed as soon as they are accepted
+  // A new connection must send a whole header this soon after it opens (or after its first
+  // byte, on a kept-alive connection); slow-header clients (slowloris) are closed.
+  std::chrono::milliseconds header_timeout{std::chrono::seconds(10)};
+  // The whole request, header and body, from its first byte.
+  std::chrono::milliseconds read_timeout{std::chrono::seconds(60)};
+  // A kept-alive connection with no request; longer than Go's 90 s idle-connection timeout, so
+  // kube-scheduler (not Troupe) closes idle connections and never races a closing one.
+  std::chrono::milliseconds idle_timeout{std::chrono::seconds(120)};
+  // Writing one answer (the client must read it).
+  std::chrono::milliseconds write_timeout{std::chrono::seconds(60)};
+};
+
+// HTTPS: PEM files. With a client CA, clients must present a certificate it signed.
+struct TlsFiles {
+  std::string cert;
+  std::string key;
+  std::string client_ca;  // empty: no client certificate asked for
+};
+
 struct ServerOptions {
   Endpoints endpoints = Endpoints::kAll;
   std::string flag = "--listen";  // the flag that sets this address, for error messages
+  ServerLimits limits;
+  std::optional<TlsFiles> tls;  // HTTPS when set; files are re-read when they change
+  int io_threads = 2;           // sockets, parsing of HTTP, /healthz and /readyz
+  int worker_threads = 4;       // the verbs and /metrics
   // stop() waits this long for requests in flight to be answered (a gang bind parked at its
   // barrier, a bind writing to the API server), then answers the rest itself with an error.
   std::chrono::milliseconds drain_grace{std::chrono::seconds(5)};
@@ -125,6 +173,8 @@ class ExtenderServer {
   void stop();
   // Requests admitted and not answered yet.
   int inFlight() const;
+  // Open connections.
+  size_t connections() const;
   std::string url() const;
 
  private:

@@ -85,6 +85,11 @@ bool JsonScanner::fail() {
   return false;
 }
 
+bool JsonScanner::failTooDeep() {
+  too_deep_ = true;
+  return fail();
+}
+
 void JsonScanner::skipWhitespace() {
   while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
 }
@@ -251,6 +256,7 @@ bool JsonScanner::skip() {
     skipWhitespace();
     const char c = cur();
     if (c == '{' || c == '[') {
+      if (depth() >= kMaxJsonDepth) return failTooDeep();  // an empty one counts too
       ++p_;
       skipWhitespace();
       if (cur() == (c == '{' ? '}' : ']')) {
@@ -293,6 +299,7 @@ bool JsonScanner::skip() {
 
 bool JsonScanner::enterObject() {
   if (peek() != '{') return fail();
+  if (depth() >= kMaxJsonDepth) return failTooDeep();
   ++p_;
   open_.push_back('F');
   return true;
@@ -300,6 +307,7 @@ bool JsonScanner::enterObject() {
 
 bool JsonScanner::enterArray() {
   if (peek() != '[') return fail();
+  if (depth() >= kMaxJsonDepth) return failTooDeep();
   ++p_;
   open_.push_back('F');
   return true;

@@ -6,7 +6,8 @@
 // It accepts and rejects exactly what nlohmann::json's parser (strict mode) does: RFC 8259
 // syntax, UTF-8 checked inside strings, \u escapes with paired surrogates, numbers that are
 // finite doubles when they do not fit a 64-bit integer, an optional UTF-8 BOM at the start,
-// and, like the library, a NUL byte after the value ends the input.
+// and, like the library, a NUL byte after the value ends the input. One addition: objects and
+// arrays may nest at most kMaxJsonDepth deep (tooDeep() tells that this was the failure).
 #pragma once
 
 #include <cstddef>
@@ -15,12 +16,19 @@
 
 namespace troupe::http {
 
+// How deep objects and arrays may nest in a request body (the outermost object is level 1).
+// Kubernetes objects need a few dozen levels at most; without a limit a 20 MB body of nested
+// arrays made ~900 MB of parser state (security review M1).
+inline constexpr size_t kMaxJsonDepth = 64;
+
 class JsonScanner {
  public:
   explicit JsonScanner(std::string_view text);
 
   // False once anything invalid was met; every call after that fails too.
   bool ok() const { return ok_; }
+  // The failure was nesting deeper than kMaxJsonDepth.
+  bool tooDeep() const { return too_deep_; }
   size_t pos() const { return static_cast<size_t>(p_ - begin_); }
   std::string_view text() const { return {begin_, static_cast<size_t>(end_ - begin_)}; }
 
@@ -48,6 +56,8 @@ class JsonScanner {
 
  private:
   bool fail();
+  bool failTooDeep();
+  size_t depth() const { return open_.size() + skip_stack_.size(); }
   void skipWhitespace();
   char cur() const { return p_ < end_ ? *p_ : '\0'; }
   bool scanString(std::string* decoded);  // at the opening quote; decoded may be null
@@ -63,6 +73,7 @@ class JsonScanner {
   const char* p_;
   const char* end_;
   bool ok_ = true;
+  bool too_deep_ = false;
   bool escaped_ = false;  // the last scanned string had a backslash escape
   // Containers opened by enterObject/enterArray, innermost last: 'F' while the next member
   // would be the first, 'N' after that.

@@ -11,6 +11,15 @@ namespace {
 
 Status badRequest(const std::string& what) { return invalidArgument(what); }
 
+Status tooDeep() {
+  return badRequest("request body nests JSON objects and arrays deeper than " +
+                    std::to_string(kMaxJsonDepth) + " levels, the limit (Kubernetes objects need far fewer)");
+}
+
+// Answers carry text from requests and from the API server (which may cut a UTF-8 sequence);
+// invalid bytes become U+FFFD instead of an exception on a reply path (review C3).
+std::string dumpLenient(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
 std::string str(const Json* v) { return v && v->is_string() ? v->get<std::string>() : std::string(); }
 
 // A Kubernetes quantity may arrive as a string ("8") or, from hand-written clients, a number.
@@ -76,6 +85,7 @@ class DomBuilder {
   bool string(string_t& v) { return put(Json(std::move(v))); }
   bool binary(binary_t& v) { return put(Json::binary(std::move(v))); }
   bool start_object(std::size_t /*size*/) {
+    if (frames_.size() >= kMaxJsonDepth) return refuseDeeper();
     frames_.push_back({true, members_.size(), 0});
     return true;
   }
@@ -104,6 +114,7 @@ class DomBuilder {
     return put(std::move(object));
   }
   bool start_array(std::size_t /*size*/) {
+    if (frames_.size() >= kMaxJsonDepth) return refuseDeeper();
     frames_.push_back({false, items_.size(), 0});
     return true;
   }
@@ -123,6 +134,8 @@ class DomBuilder {
   }
 
   Json& root() { return root_; }
+  // The parse stopped at nesting deeper than kMaxJsonDepth.
+  bool tooDeep() const { return too_deep_; }
 
  private:
   struct Frame {
@@ -141,7 +154,13 @@ class DomBuilder {
     return true;
   }
 
+  bool refuseDeeper() {
+    too_deep_ = true;
+    return false;
+  }
+
   Json root_;
+  bool too_deep_ = false;
   std::vector<Frame> frames_;
   std::vector<std::pair<std::string, Json>> members_;  // open objects' members, innermost last
   std::vector<Json> items_;                            // open arrays' items, innermost last
@@ -151,6 +170,7 @@ Result<Json> parseBody(std::string_view body) {
   if (body.empty()) return badRequest("empty request body; expected a JSON object");
   DomBuilder builder;
   if (!Json::sax_parse(body.begin(), body.end(), &builder)) {
+    if (builder.tooDeep()) return tooDeep();
     return badRequest("request body is not valid JSON (" + std::to_string(body.size()) + " bytes)");
   }
   Json doc = std::move(builder.root());
@@ -532,10 +552,11 @@ Result<model::NodeFacts> nodeFromJson(const Json& node) {
 
 Result<ExtenderArgs> decodeExtenderArgs(std::string_view body) {
   if (body.empty()) return badRequest("empty request body; expected a JSON object");
+  JsonScanner in(body);
   auto invalid = [&] {
+    if (in.tooDeep()) return tooDeep();
     return badRequest("request body is not valid JSON (" + std::to_string(body.size()) + " bytes)");
   };
-  JsonScanner in(body);
   if (in.peek() != '{') {
     if (!in.skip() || !in.finish()) return invalid();
     return badRequest("request body must be a JSON object");
@@ -641,7 +662,7 @@ std::string encodeFilterError(const std::string& message) {
                      {"FailedNodes", nullptr},
                      {"FailedAndUnresolvableNodes", nullptr},
                      {"Error", message}};
-  return out.dump();
+  return dumpLenient(out);
 }
 
 std::string encodeHostPriorityList(const std::vector<sched::HostScore>& scores) {
@@ -678,7 +699,9 @@ Result<BindingArgs> decodeBindingArgs(std::string_view body) {
   return b;
 }
 
-std::string encodeBindingResult(const std::string& error) { return OrderedJson{{"Error", error}}.dump(); }
+std::string encodeBindingResult(const std::string& error) {
+  return dumpLenient(OrderedJson{{"Error", error}});
+}
 
 Result<PreemptionArgs> decodePreemptionArgs(std::string_view body) {
   Result<Json> doc = parseBody(body);
@@ -737,6 +760,6 @@ std::string encodePreemptionResult(const std::map<std::string, std::vector<std::
   return OrderedJson{{"NodeNameToMetaVictims", std::move(map)}}.dump();
 }
 
-std::string encodeHttpError(const std::string& message) { return Json{{"error", message}}.dump(); }
+std::string encodeHttpError(const std::string& message) { return dumpLenient(Json{{"error", message}}); }
 
 }  // namespace troupe::http

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 #include <string_view>
+#include <tuple>
 
 #include "troupe/sched/gang.h"
 
@@ -74,6 +75,39 @@ Result<model::StringMap> stringMap(const Where& w, const YAML::Node& node, const
   return out;
 }
 
+Status parseLimits(const Where& w, const YAML::Node& limits, ServerLimitsConfig* out) {
+  if (Status s =
+          checkKeys(w, limits, "limits",
+                    {"maxHeaderBytes", "maxBodyBytesInFlight", "maxConnections", "headerTimeoutSeconds",
+                     "readTimeoutSeconds", "idleTimeoutSeconds", "writeTimeoutSeconds"});
+      !s.isOk())
+    return s;
+  for (auto [key, target, minimum] : {std::tuple{"maxHeaderBytes", &out->max_header_bytes, int64_t{1024}},
+                                      {"maxBodyBytesInFlight", &out->max_body_bytes_in_flight, int64_t{1024}},
+                                      {"maxConnections", &out->max_connections, int64_t{1}}}) {
+    if (!limits[key]) continue;
+    const std::string name = std::string("limits.") + key;
+    Result<int64_t> v = scalar<int64_t>(w, limits[key], name, "a whole number");
+    if (!v.isOk()) return v.status();
+    if (v.value() < minimum) return w.at(limits[key], name, "must be at least " + std::to_string(minimum));
+    *target = static_cast<size_t>(v.value());
+  }
+  for (auto [key, target] : {std::pair{"headerTimeoutSeconds", &out->header_timeout_seconds},
+                             {"readTimeoutSeconds", &out->read_timeout_seconds},
+                             {"idleTimeoutSeconds", &out->idle_timeout_seconds},
+                             {"writeTimeoutSeconds", &out->write_timeout_seconds}}) {
+    if (!limits[key]) continue;
+    const std::string name = std::string("limits.") + key;
+    Result<double> v = scalar<double>(w, limits[key], name, "a number of seconds");
+    if (!v.isOk()) return v.status();
+    if (!(v.value() >= 0.1 && v.value() <= 86400)) {
+      return w.at(limits[key], name, "must be between 0.1 and 86400 seconds");
+    }
+    *target = v.value();
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<ServeConfig> parseServeConfig(const std::string& text, const std::string& source) {
@@ -85,7 +119,7 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
   Where w{source};
   if (Status s = checkKeys(w, root, "",
                            {"listen", "maxBodyBytes", "logLevel", "policy", "filter", "topology", "gang",
-                            "schedulerNames", "learnedNodes"});
+                            "schedulerNames", "learnedNodes", "limits"});
       !s.isOk())
     return s;
   if (root["listen"]) {
@@ -97,6 +131,9 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
     Result<int64_t> v = scalar<int64_t>(w, root["maxBodyBytes"], "maxBodyBytes", "a number of bytes");
     if (!v.isOk()) return v.status();
     if (v.value() < 1024) return w.at(root["maxBodyBytes"], "maxBodyBytes", "must be at least 1024");
+    if (v.value() > (int64_t{1} << 30)) {
+      return w.at(root["maxBodyBytes"], "maxBodyBytes", "must be at most 1073741824 (1 GiB)");
+    }
     c.max_body_bytes = static_cast<size_t>(v.value());
   }
   if (root["logLevel"]) {
@@ -142,6 +179,9 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
       if (!narrow.isOk()) return w.at(filter["narrowTo"], "filter.narrowTo", narrow.status().message());
       c.narrow_to_best = narrow.value();
     }
+  }
+  if (const YAML::Node limits = root["limits"]) {
+    if (Status s = parseLimits(w, limits, &c.limits); !s.isOk()) return s;
   }
   if (const YAML::Node topology = root["topology"]) {
     if (Status s = checkKeys(w, topology, "topology", {"levels"}); !s.isOk()) return s;

@@ -23,6 +23,14 @@
 //   learnedNodes:                   # learn mode only (neither --cluster nor the API)
 //     maxNodes: 10000               # nodes kept from request bodies at most
 //     ttlSeconds: 3600              # forgotten when no request carried them this long
+//   limits:                         # the HTTP server's (README "Limits"); defaults shown
+//     maxHeaderBytes: 65536         # request line + headers; more is 431
+//     maxBodyBytesInFlight: 134217728   # bodies being read or handled at once; more is 503
+//     maxConnections: 1024          # more are closed when accepted
+//     headerTimeoutSeconds: 10      # a request's header, from its first byte (or the connection)
+//     readTimeoutSeconds: 60        # a whole request, header and body
+//     idleTimeoutSeconds: 120       # a kept-alive connection between requests
+//     writeTimeoutSeconds: 60       # writing one answer
 //
 // Cluster (--cluster), the nodes of standalone mode:
 //   nodes:
@@ -49,6 +57,17 @@
 
 namespace troupe::config {
 
+// The HTTP server's limits; the same defaults as http::ServerLimits.
+struct ServerLimitsConfig {
+  size_t max_header_bytes = 64 << 10;
+  size_t max_body_bytes_in_flight = 128 << 20;
+  size_t max_connections = 1024;
+  double header_timeout_seconds = 10;
+  double read_timeout_seconds = 60;
+  double idle_timeout_seconds = 120;
+  double write_timeout_seconds = 60;
+};
+
 struct ServeConfig {
   std::string listen = "127.0.0.1:8888";
   size_t max_body_bytes = 64 << 20;
@@ -62,6 +81,7 @@ struct ServeConfig {
   std::vector<std::string> scheduler_names = {"troupe-scheduler"};
   size_t learned_max_nodes = 10000;
   int64_t learned_ttl_seconds = 3600;
+  ServerLimitsConfig limits;
 };
 
 // A kube-scheduler profile name as spec.schedulerName holds it: a DNS subdomain. The error
