@@ -11,6 +11,7 @@
 #include <optional>
 #include <thread>
 
+#include "adapters/common/internal_errors.h"
 #include "adapters/http/extender_server.h"
 #include "adapters/http/logger.h"
 #include "adapters/kube/api_client.h"
@@ -202,6 +203,9 @@ int serveCommand(const std::vector<std::string>& args) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   metrics::Metrics metrics(TROUPE_VERSION);
+  // Exceptions caught on Troupe's own threads (and by the HTTP handlers) are counted here.
+  const adapters::InternalErrors internal_errors(
+      [&metrics](const std::string& where) { metrics.internalError(where); });
   http::HandlerOptions options;
   options.max_body_bytes = cfg.max_body_bytes;
   options.record_dir = flags.record_dir.value_or("");
@@ -209,6 +213,7 @@ int serveCommand(const std::vector<std::string>& args) {
   std::unique_ptr<kube::KubeRuntime> cluster;
   if (api) {
     kube::KubeOptions kube_options;
+    kube_options.internal_errors = internal_errors;
     char host[256] = {};
     if (gethostname(host, sizeof host - 1) == 0) kube_options.events.instance = host;
     cluster = std::make_unique<kube::KubeRuntime>(*api, scheduler, logger, kube_options, &metrics);
@@ -236,7 +241,8 @@ int serveCommand(const std::vector<std::string>& args) {
   std::atomic<bool> stopping{false};
   std::thread ticker([&] {
     while (!stopping.load()) {
-      scheduler.tick();
+      adapters::guarded(logger, internal_errors, adapters::kWhereTicker, "scheduler tick",
+                        [&] { scheduler.tick(); });
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });

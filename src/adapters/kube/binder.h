@@ -37,6 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "adapters/common/internal_errors.h"
 #include "adapters/http/extender_server.h"
 #include "adapters/http/logger.h"
 #include "adapters/kube/api_client.h"
@@ -49,6 +50,8 @@ namespace troupe::kube {
 
 struct BinderOptions {
   int workers = 8;
+  // A task that throws is counted here (where="binder"); the worker carries on.
+  adapters::InternalErrors internal_errors;
 };
 
 class Binder final : public http::PodBinder {
