@@ -157,6 +157,12 @@ panel("Filter narrowing: node scores",
       desc="With filter narrowTo: best, node values ranked per second: remembered from an earlier call for the "
            "same pod shape and node state, or computed. Mostly computed means many new pod shapes or a "
            "churning cluster, and slower filter calls.")
+panel("Internal errors (caught exceptions)",
+      [(f"sum by (where) (increase({m('troupe_internal_errors_total')}[{R}]))", "{{where}}")],
+      0, 84, w=24, h=6,
+      desc="Exceptions Troupe caught instead of ending the process, by where: watch (a Node or Pod it passed "
+           "over), binder, events, housekeeping, ticker, http. Anything above 0 is a bug to report; the "
+           "error log line (\"internal error\") says what failed.")
 
 dashboard = {
     "title": "Troupe", "uid": "troupe", "tags": ["troupe", "scheduler", "gpu"],

@@ -7,7 +7,8 @@ packages=(build-essential cmake ninja-build pkg-config python3
           libcpprest-dev nlohmann-json3-dev libyaml-cpp-dev prometheus-cpp-dev libssl-dev
           libboost-dev catch2 curl)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(python3-pytest python3-yaml clang-format)
+  # clang + libFuzzer + the sanitizer runtimes: the fuzz targets (scripts/fuzz.sh).
+  packages+=(python3-pytest python3-yaml clang-format clang libfuzzer-14-dev libclang-rt-14-dev)
 fi
 
 missing=()

@@ -4,10 +4,12 @@
 #   2. build with -Werror; unit + HTTP integration tests (ctest)
 #   3. the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   4. the concurrent core under ThreadSanitizer
+#   4b. the libFuzzer targets, a fixed time each, under ASan + UBSan (scripts/fuzz.sh)
 #   5. the Helm chart, dashboard and deploy/ manifests; promtool on /metrics
 #   6. a quick benchmark run (smoke: it must run, numbers are not asserted)
 #   7. end-to-end tests on a real kube-apiserver + kube-scheduler built from Go modules
-# Set TROUPE_SKIP_SANITIZERS=1 and/or TROUPE_SKIP_E2E=1 for a fast local loop.
+# Set TROUPE_SKIP_SANITIZERS=1, TROUPE_SKIP_FUZZ=1 and/or TROUPE_SKIP_E2E=1 for a fast local loop;
+# TROUPE_FUZZ_SECONDS sets the fuzzing time per target (default 15).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TROUPE_SHARED_DIR="${TROUPE_SHARED_DIR:-$(cd .. && pwd)/shared}"
@@ -41,6 +43,11 @@ if [[ "${TROUPE_SKIP_SANITIZERS:-0}" != "1" ]]; then
   # TSan needs a low-entropy address layout on recent kernels; setarch -R disables ASLR.
   TSAN_OPTIONS="halt_on_error=1" setarch "$(uname -m)" -R \
     build-tsan/tests/troupe_unit_tests "[scheduler],[gang],[concurrency]"
+fi
+
+if [[ "${TROUPE_SKIP_FUZZ:-0}" != "1" ]]; then
+  step "fuzzing: every libFuzzer target for ${TROUPE_FUZZ_SECONDS:-15} s under ASan + UBSan (scripts/fuzz.sh)"
+  scripts/fuzz.sh "${TROUPE_FUZZ_SECONDS:-15}"
 fi
 
 if [[ -x build/bench/troupe_bench ]]; then

@@ -13,6 +13,7 @@
 #include <optional>
 #include <thread>
 
+#include "adapters/common/internal_errors.h"
 #include "adapters/http/extender_server.h"
 #include "adapters/http/logger.h"
 #include "adapters/kube/api_client.h"
@@ -301,16 +302,18 @@ int serveCommand(const std::vector<std::string>& args) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   metrics::Metrics metrics(TROUPE_VERSION);
+  // Exceptions caught on Troupe's own threads (and by the HTTP handlers) are counted here.
+  const adapters::InternalErrors internal_errors(
+      [&metrics](const std::string& where) { metrics.internalError(where); });
   http::HandlerOptions options;
   options.max_body_bytes = cfg.max_body_bytes;
   options.record_dir = flags.record_dir.value_or("");
-  // Counted as troupe_internal_errors_total{where} once the metric exists (branch parse);
-  // until then the handler's error log line is the record.
-  options.on_internal_error = [](std::string_view /*where*/) {};
+  options.internal_errors = internal_errors;
   http::ExtenderHandler handler(options, scheduler, metrics, logger);
   std::unique_ptr<kube::KubeRuntime> cluster;
   if (api) {
     kube::KubeOptions kube_options;
+    kube_options.internal_errors = internal_errors;
     char host[256] = {};
     if (gethostname(host, sizeof host - 1) == 0) kube_options.events.instance = host;
     kube_options.binder.scheduler_names = cfg.scheduler_names;
@@ -343,8 +346,10 @@ int serveCommand(const std::vector<std::string>& args) {
   std::atomic<bool> stopping{false};
   std::thread ticker([&] {
     for (unsigned n = 0; !stopping.load(); ++n) {
-      scheduler.tick();
-      if (n % 10 == 0) scheduler.expireLearnedNodes();  // learn mode: also while no request comes
+      adapters::guarded(logger, internal_errors, adapters::kWhereTicker, "scheduler tick", [&] {
+        scheduler.tick();
+        if (n % 10 == 0) scheduler.expireLearnedNodes();  // learn mode: also while no request comes
+      });
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -113,15 +114,11 @@ std::optional<std::string> slurp(const std::string& path) {
 }
 
 bool parseInt(const std::string& text, int64_t lo, int64_t hi, int64_t* out) {
-  try {
-    size_t used = 0;
-    long long v = std::stoll(text, &used);
-    if (used != text.size() || v < lo || v > hi) return false;
-    *out = v;
-    return true;
-  } catch (...) {
-    return false;
-  }
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi) return false;
+  *out = v;
+  return true;
 }
 
 // Returns an exit code when the command should stop (help, or a usage error).
@@ -176,13 +173,12 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
         return usage("--arrive \"" + value + "\" must be a whole percent from 1 to 1000, e.g. 100");
       f.arrive = static_cast<int>(n);
     } else if (arg == "--tune") {
-      try {
-        size_t used = 0;
-        f.tune = std::stod(value, &used);
-        if (used != value.size() || f.tune < 0.1 || f.tune > 10) throw std::invalid_argument(value);
-      } catch (...) {
+      double tune = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), tune);
+      if (ec != std::errc() || end != value.data() + value.size() || !(tune >= 0.1 && tune <= 10)) {
         return usage("--tune \"" + value + "\" must be a ratio from 0.1 to 10, e.g. 1.3");
       }
+      f.tune = tune;
     } else if (arg == "--placements") {
       f.placements = value;
     } else if (arg == "--out") {

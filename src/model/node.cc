@@ -15,10 +15,20 @@ const std::string* lookup(const StringMap& map, const char* key) {
   return it == map.end() ? nullptr : &it->second;
 }
 
-Result<int64_t> quantityField(const std::string& node, const std::string& text, const char* what) {
-  Result<int64_t> v = parseQuantityMilli(text);
+// The sum of what the pods on one node hold (CPU, memory) may reach this much: sixteen times
+// the largest single amount, still far from overflowing in the model's arithmetic.
+constexpr int64_t kMaxUsedAmount = kMaxResourceAmount * 16;
+
+// A capacity (cpu in millicores; memory, pods as whole units): 0 to kMaxResourceAmount.
+Result<int64_t> capacityField(const std::string& node, const std::string& text, const char* what,
+                              bool milli) {
+  Result<int64_t> v = milli ? parseQuantityMilli(text) : parseQuantityValue(text);
   if (!v.isOk()) {
     return invalidArgument("node " + node + ": " + what + ": " + v.status().message());
+  }
+  if (v.value() < 0 || v.value() > kMaxResourceAmount) {
+    return invalidArgument("node " + node + ": " + what + " \"" + text + "\" must be from 0 to " +
+                           std::to_string(kMaxResourceAmount) + (milli ? "m" : ""));
   }
   return v;
 }
@@ -60,26 +70,28 @@ Result<NodeInfo> nodeFromFacts(const NodeFacts& facts, TopologyCatalog& catalog)
   }
   if (const std::string* product = lookup(facts.labels, kLabelGpuProduct)) info.gpu_product = *product;
   if (const std::string* memory = lookup(facts.labels, kLabelGpuMemory)) {
+    // MiB; bounded so that the bytes (MiB x 2^20) stay within kMaxResourceAmount.
     Result<int64_t> v = parseQuantityValue(*memory);
-    if (!v.isOk() || v.value() < 0) {
+    if (!v.isOk() || v.value() < 0 || v.value() > (kMaxResourceAmount >> 20)) {
       return invalidArgument("node " + facts.name + ": label nvidia.com/gpu.memory=\"" + *memory +
-                             "\" must be the GPU memory in MiB, e.g. \"81559\"");
+                             "\" must be the GPU memory in MiB, e.g. \"81559\" (at most " +
+                             std::to_string(kMaxResourceAmount >> 20) + ")");
     }
     info.gpu_memory_mib = v.value();
   }
   if (!facts.cpu.empty()) {
-    Result<int64_t> v = quantityField(facts.name, facts.cpu, "cpu");
+    Result<int64_t> v = capacityField(facts.name, facts.cpu, "cpu", true);
     if (!v.isOk()) return v.status();
     info.cpu_milli = v.value();
   }
   if (!facts.memory.empty()) {
-    Result<int64_t> v = parseQuantityValue(facts.memory);
-    if (!v.isOk()) return invalidArgument("node " + facts.name + ": memory: " + v.status().message());
+    Result<int64_t> v = capacityField(facts.name, facts.memory, "memory", false);
+    if (!v.isOk()) return v.status();
     info.memory_bytes = v.value();
   }
   if (!facts.pods.empty()) {
-    Result<int64_t> v = parseQuantityValue(facts.pods);
-    if (!v.isOk()) return invalidArgument("node " + facts.name + ": pods: " + v.status().message());
+    Result<int64_t> v = capacityField(facts.name, facts.pods, "pods", false);
+    if (!v.isOk()) return v.status();
     info.max_pods = v.value();
   }
 
@@ -189,6 +201,13 @@ Status NodeState::add(const Allocation& a) {
     for (size_t j = i + 1; j < a.gpus.size(); ++j) {
       if (a.gpus[i] == a.gpus[j]) return invalidArgument("GPU index listed twice for pod " + a.pod_key);
     }
+  }
+  // Checked, so that the node's totals (and what placement derives from them) cannot overflow.
+  if (a.cpu_milli < 0 || a.memory_bytes < 0 || a.cpu_milli > kMaxUsedAmount - cpu_used_ ||
+      a.memory_bytes > kMaxUsedAmount - memory_used_) {
+    return invalidArgument("pod " + a.pod_key + " holds " + std::to_string(a.cpu_milli) + "m CPU and " +
+                           std::to_string(a.memory_bytes) + " bytes of memory; node " + info_.name +
+                           " cannot count that much more");
   }
   ++changes_;
   for (int g : a.gpus) {

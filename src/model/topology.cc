@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <bit>
 #include <cctype>
+#include <charconv>
+#include <cmath>
 #include <string>
 
+#include "troupe/common/strings.h"
 #include "troupe/model/gpu_selection.h"
 
 namespace troupe::model {
@@ -15,6 +18,9 @@ constexpr double kPcieGen4 = 32.0;
 constexpr double kPcieGen3 = 16.0;
 constexpr double kNvlink2PerLink = 25.0;  // V100
 constexpr double kNvBridge = 100.0;       // 2-way NVLink bridge on PCIe cards
+// The largest bandwidth a link cell may name: far above any real link (NVLink 5 is 1,800 GB/s),
+// low enough that sums over a 64-GPU matrix stay exact.
+constexpr double kMaxCellBandwidth = 1e6;
 
 struct LinkName {
   LinkKind kind;
@@ -118,10 +124,17 @@ Result<LinkKind> parseLinkKind(std::string_view text, int* nvlinks) {
   *nvlinks = 0;
   if (t == "NVS" || t == "NVSWITCH") return LinkKind::kNVSwitch;
   if (t.size() > 2 && t.rfind("NV", 0) == 0) {
-    std::string digits = t.substr(2);
-    if (std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(c); })) {
-      *nvlinks = std::stoi(digits);
-      if (*nvlinks > 0 && *nvlinks <= 64) return LinkKind::kNVLink;
+    const std::string_view digits = std::string_view(t).substr(2);
+    if (std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      // Node-controlled text: digits that do not fit an int are an error, never an exception.
+      int links = 0;
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), links);
+      if (ec == std::errc() && end == digits.data() + digits.size() && links > 0 && links <= 64) {
+        *nvlinks = links;
+        return LinkKind::kNVLink;
+      }
+      return invalidArgument("link \"" + std::string(text) +
+                             "\": NV<links> takes 1 to 64 bonded NVLinks, not " + std::string(digits));
     }
   }
   for (const LinkName& n : kLinkNames) {
@@ -320,11 +333,12 @@ Result<GpuTopology> topologyFromMatrix(const std::vector<std::vector<std::string
       std::string cell = rows[static_cast<size_t>(a)][static_cast<size_t>(b)];
       double bandwidth = -1;
       if (size_t colon = cell.find(':'); colon != std::string::npos) {
-        try {
-          bandwidth = std::stod(cell.substr(colon + 1));
-        } catch (...) {
+        const std::string_view number = trim(std::string_view(cell).substr(colon + 1));
+        const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), bandwidth);
+        if (number.empty() || ec != std::errc() || end != number.data() + number.size() ||
+            !std::isfinite(bandwidth) || bandwidth < 0 || bandwidth > kMaxCellBandwidth) {
           return invalidArgument("cell [" + std::to_string(a) + "][" + std::to_string(b) + "] \"" + cell +
-                                 "\": bandwidth after ':' must be a number of GB/s");
+                                 "\": bandwidth after ':' must be a number of GB/s from 0 to 1000000");
         }
         cell = cell.substr(0, colon);
       }

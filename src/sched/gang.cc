@@ -1,6 +1,9 @@
 #include "troupe/sched/gang.h"
 
+#include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cmath>
 
 #include "troupe/common/strings.h"
 
@@ -16,15 +19,11 @@ const std::string* lookup(const PodFacts& pod, const char* key, bool labels_firs
 }
 
 Result<int> positiveInt(const std::string& text, const char* key) {
+  // Digits only: no sign, space or exponent (std::from_chars never throws and checks range).
   int v = 0;
-  try {
-    size_t used = 0;
-    v = std::stoi(text, &used);
-    if (used != text.size()) v = 0;
-  } catch (...) {
-    v = 0;
-  }
-  if (v < 1 || v > 100000) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || text[0] == '-' || ec != std::errc() || end != text.data() + text.size() || v < 1 ||
+      v > 100000) {
     return invalidArgument(std::string("annotation ") + key + "=\"" + text +
                            "\" is invalid: expected the number of members that must run together, "
                            "a whole number from 1 to 100000");
@@ -36,26 +35,53 @@ Result<int> positiveInt(const std::string& text, const char* key) {
 
 Result<std::chrono::milliseconds> parseDuration(const std::string& text) {
   using std::chrono::milliseconds;
-  std::string s(trim(text));
+  const std::string_view s = trim(text);
+  const auto notDuration = [&] {
+    return invalidArgument("\"" + text + "\" is not a duration; expected e.g. \"5m\", \"90s\" or \"1h30m\"");
+  };
+  const auto tooLong = [&] {
+    return invalidArgument("\"" + text + "\" is longer than the longest duration Troupe takes, " +
+                           std::to_string(kMaxDuration.count() / 3600000) + "h (100 years)");
+  };
   if (s.empty()) return invalidArgument("empty duration; expected e.g. \"5m\", \"90s\" or \"1h30m\"");
   int64_t total = 0;
   size_t i = 0;
   while (i < s.size()) {
-    size_t start = i;
+    const size_t start = i;
     while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
-    if (start == i)
-      return invalidArgument("\"" + text +
-                             "\" is not a duration; expected e.g. \"5m\", \"90s\" or \"1h30m\"");
-    double value = std::stod(s.substr(start, i - start));
-    size_t unit_start = i;
+    if (start == i) return notDuration();
+    // Pod-controlled text: parsed without exceptions ("." or 400 digits are errors here).
+    double value = 0;
+    const auto [end, ec] = std::from_chars(s.data() + start, s.data() + i, value, std::chars_format::fixed);
+    if (ec == std::errc::result_out_of_range && end == s.data() + i) {
+      // Too large, or so small that it underflows (a fraction of a millisecond: 0).
+      const std::string_view whole = s.substr(start, std::min(i, s.find('.', start)) - start);
+      if (whole.find_first_not_of('0') != std::string_view::npos) return tooLong();
+      value = 0;
+    } else if (ec != std::errc() || end != s.data() + i || !std::isfinite(value)) {
+      return notDuration();
+    }
+    const size_t unit_start = i;
     while (i < s.size() && std::isalpha(static_cast<unsigned char>(s[i]))) ++i;
-    std::string unit = s.substr(unit_start, i - unit_start);
-    double ms_per = unit == "ms" ? 1 : unit == "s" ? 1000 : unit == "m" ? 60000 : unit == "h" ? 3600000 : -1;
+    const std::string_view unit = s.substr(unit_start, i - unit_start);
+    const double ms_per = unit == "ms"  ? 1
+                          : unit == "s" ? 1000
+                          : unit == "m" ? 60000
+                          : unit == "h" ? 3600000
+                                        : -1;
     if (ms_per < 0) {
-      return invalidArgument("\"" + text + "\" has unit \"" + unit +
+      return invalidArgument("\"" + text + "\" has unit \"" + std::string(unit) +
                              "\"; expected ms, s, m or h (e.g. \"5m\")");
     }
-    total += static_cast<int64_t>(value * ms_per);
+    // Range-checked in double before the conversion, and the sum checked as well: every step
+    // stays far inside int64 (and so does now() + the duration in nanoseconds).
+    const double ms = value * ms_per;
+    if (ms > static_cast<double>(kMaxDuration.count())) return tooLong();
+    int64_t sum = 0;
+    if (__builtin_add_overflow(total, static_cast<int64_t>(ms), &sum) || sum > kMaxDuration.count()) {
+      return tooLong();
+    }
+    total = sum;
   }
   return milliseconds(total);
 }
@@ -132,7 +158,8 @@ Result<std::optional<GangSpec>> parseGang(const PodFacts& pod, std::chrono::mill
     Result<std::chrono::milliseconds> d = parseDuration(*t);
     if (!d.isOk() || d.value().count() <= 0) {
       return invalidArgument(std::string("annotation ") + kGangTimeout + "=\"" + *t +
-                             "\" is invalid: expected a positive duration such as \"5m\" or \"90s\"");
+                             "\" is invalid: " + (d.isOk() ? std::string() : d.status().message() + "; ") +
+                             "expected a positive duration such as \"5m\" or \"90s\"");
     }
     spec.timeout = d.value();
   }

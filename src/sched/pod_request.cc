@@ -1,6 +1,9 @@
 #include "troupe/sched/pod_request.h"
 
 #include <algorithm>
+#include <charconv>
+#include <limits>
+#include <optional>
 #include <set>
 
 #include "troupe/common/quantity.h"
@@ -40,13 +43,20 @@ Result<int64_t> containerMilli(const ContainerResources& c, const std::string& r
 
 // Kubernetes' effective request: app containers and sidecars add up; a plain init container
 // runs alone, so the pod needs the larger of that sum and each init container (plus the
-// sidecars started before it).
+// sidecars started before it). Every sum is checked: requests that add up past int64 are an
+// error naming the resource, never a wrapped (smaller, even negative) request.
 Result<int64_t> effectiveMilli(const PodFacts& pod, const std::string& resource) {
+  const auto add = [&](int64_t a, int64_t b, int64_t* sum) -> Status {
+    if (!__builtin_add_overflow(a, b, sum)) return Status::ok();
+    return invalidArgument("resource " + resource +
+                           ": the containers' requests add up to more than Troupe can count (over " +
+                           std::to_string(std::numeric_limits<int64_t>::max()) + " thousandths)");
+  };
   int64_t app = 0;
   for (size_t i = 0; i < pod.containers.size(); ++i) {
     Result<int64_t> v = containerMilli(pod.containers[i], resource, "container " + std::to_string(i));
     if (!v.isOk()) return v;
-    app += v.value();
+    if (Status s = add(app, v.value(), &app); !s.isOk()) return s;
   }
   int64_t sidecars = 0;
   int64_t init_peak = 0;
@@ -54,14 +64,33 @@ Result<int64_t> effectiveMilli(const PodFacts& pod, const std::string& resource)
     Result<int64_t> v =
         containerMilli(pod.init_containers[i], resource, "init container " + std::to_string(i));
     if (!v.isOk()) return v;
-    if (pod.init_containers[i].restartable_init) {
-      sidecars += v.value();
-      init_peak = std::max(init_peak, sidecars);
-    } else {
-      init_peak = std::max(init_peak, sidecars + v.value());
-    }
+    int64_t with_sidecars = 0;
+    if (Status s = add(sidecars, v.value(), &with_sidecars); !s.isOk()) return s;
+    if (pod.init_containers[i].restartable_init) sidecars = with_sidecars;
+    init_peak = std::max(init_peak, with_sidecars);
   }
-  return std::max(app + sidecars, init_peak);
+  int64_t total = 0;
+  if (Status s = add(app, sidecars, &total); !s.isOk()) return s;
+  return std::max(total, init_peak);
+}
+
+// A pod's CPU (millicores) or memory (bytes) within what the model can add up.
+Status checkAmount(const char* resource, int64_t amount, const char* unit) {
+  if (amount <= kMaxResourceAmount) return Status::ok();
+  return invalidArgument("resource " + std::string(resource) + "=" + std::to_string(amount) + unit +
+                         " is more than Troupe accepts (at most " + std::to_string(kMaxResourceAmount) +
+                         unit + ")");
+}
+
+// A plain whole number: digits only, no sign, space or exponent; nullopt when it is not one
+// or does not fit.
+std::optional<int64_t> plainInteger(std::string_view text) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || text[0] == '-' || ec != std::errc() || end != text.data() + text.size()) {
+    return std::nullopt;
+  }
+  return v;
 }
 
 // troupe.dev/topology-required or -preferred: the index of the level it names, -1 when absent.
@@ -134,14 +163,7 @@ Result<GpuRequest> parseGpuRequest(const PodFacts& pod, const std::vector<std::s
     milli = &share_text;
   }
   if (milli) {
-    int64_t m = 0;
-    try {
-      size_t used = 0;
-      m = std::stoll(*milli, &used);
-      if (used != milli->size()) m = -1;
-    } catch (...) {
-      m = -1;
-    }
+    const int64_t m = plainInteger(*milli).value_or(-1);  // " 500" and "+500" are not plain
     if (m < 1 || m > 1000) {
       return badAnnotation(kAnnotationGpuMilli, *milli,
                            "expected thousandths of one GPU, a whole number from 1 to 1000 "
@@ -203,10 +225,14 @@ Result<GpuRequest> parseGpuRequest(const PodFacts& pod, const std::vector<std::s
   req.topology_preferred = preferred.value();
   Result<int64_t> cpu = effectiveMilli(pod, "cpu");
   if (!cpu.isOk()) return cpu.status();
+  if (Status s = checkAmount("cpu", cpu.value(), "m"); !s.isOk()) return s;
   req.cpu_milli = cpu.value();
   Result<int64_t> mem = effectiveMilli(pod, "memory");
   if (!mem.isOk()) return mem.status();
-  req.memory_bytes = (mem.value() + 999) / 1000;
+  // Thousandths of a byte rounded up to bytes, without the overflow of (milli + 999) / 1000.
+  const int64_t bytes = mem.value() / 1000 + (mem.value() % 1000 != 0 ? 1 : 0);
+  if (Status s = checkAmount("memory", bytes, ""); !s.isOk()) return s;
+  req.memory_bytes = bytes;
   return req;
 }
 
@@ -214,15 +240,9 @@ Result<std::vector<int>> parseGpuAssignment(const std::string& text) {
   std::vector<int> gpus;
   std::set<int> seen;
   for (const std::string& part : splitList(text, ',')) {
-    int g = -1;
-    try {
-      size_t used = 0;
-      g = std::stoi(part, &used);
-      if (used != part.size()) g = -1;
-    } catch (...) {
-      g = -1;
-    }
-    if (g < 0 || g > 63 || !seen.insert(g).second) {
+    const int64_t g64 = plainInteger(part).value_or(-1);
+    const int g = g64 >= 0 && g64 <= 63 ? static_cast<int>(g64) : -1;
+    if (g < 0 || !seen.insert(g).second) {
       return invalidArgument("annotation troupe.dev/gpus=\"" + text +
                              "\" is invalid: expected distinct GPU indices 0-63 separated by "
                              "commas, e.g. \"0,1,2,3\"");

@@ -1,5 +1,5 @@
 // An exception on the bind path (review C3) is answered 500 with a message, counted through
-// HandlerOptions::on_internal_error, and never ends the process. Before, the bind ran outside
+// HandlerOptions::internal_errors, and never ends the process. Before, the bind ran outside
 // route()'s try: a throw there was an unobserved task exception, which calls std::terminate.
 #include <cpprest/http_client.h>
 
@@ -61,10 +61,10 @@ struct Served {
 
   troupe::http::HandlerOptions options() {
     troupe::http::HandlerOptions o;
-    o.on_internal_error = [this](std::string_view where) {
+    o.internal_errors = troupe::adapters::InternalErrors([this](const std::string& where) {
       std::lock_guard lock(mu);
       caught.emplace_back(where);
-    };
+    });
     return o;
   }
   Served() {

@@ -285,3 +285,28 @@ TEST_CASE("API replies: kinds, messages and Status codes", "[kube][config]") {
   CHECK_FALSE(troupe::kube::replyFromFailure(ApiErrorKind::kUnreachable, "refused").maybeApplied());
   CHECK(troupe::kube::urlEncode("status.phase!=Succeeded,a=b") == "status.phase%21%3DSucceeded%2Ca%3Db");
 }
+
+TEST_CASE("kubeconfig: referenced files must be regular files of at most 16 MiB", "[kube][config][hostile]") {
+  TempDir dir;
+  fs::create_directories(dir.path / "ca-dir");
+  // A directory read as "" before: the cluster silently fell back to the system trust store.
+  auto r = parseKubeconfig(
+      config("    server: https://h:6443\n    certificate-authority: ca-dir\n", "    token: t\n"), "kc",
+      dir.path);
+  REQUIRE_FALSE(r.isOk());
+  CHECK_THAT(r.status().message(), Catch::Contains("ca-dir"));
+  CHECK_THAT(r.status().message(), Catch::Contains("not a regular file"));
+  // A device was read until memory ran out (not run on the old code for that reason).
+  r = parseKubeconfig(config("    server: https://h:6443\n", "    tokenFile: /dev/zero\n"), "kc", dir.path);
+  REQUIRE_FALSE(r.isOk());
+  CHECK_THAT(r.status().message(), Catch::Contains("/dev/zero"));
+  CHECK_THAT(r.status().message(), Catch::Contains("not a regular file"));
+  // Far larger than any certificate: refused before it is read (sparse, so the test writes nothing).
+  { std::ofstream create(dir.path / "big.crt"); }
+  fs::resize_file(dir.path / "big.crt", 17u << 20);
+  r = parseKubeconfig(
+      config("    server: https://h:6443\n    certificate-authority: big.crt\n", "    token: t\n"), "kc",
+      dir.path);
+  REQUIRE_FALSE(r.isOk());
+  CHECK_THAT(r.status().message(), Catch::Contains("larger than 16 MiB"));
+}

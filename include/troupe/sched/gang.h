@@ -56,7 +56,12 @@ std::string gangKeyOf(const PodFacts& pod);
 // The PodGroup name of the scheduler-plugins label, or nullptr: the pod needs a PodGroup lookup.
 const std::string* podGroupName(const PodFacts& pod);
 
-// "5m", "90s", "1h30m", "250ms" -> milliseconds; an error names the expected form.
+// The longest duration parseDuration takes: 100 years. Anything longer is refused rather than
+// overflowing a deadline (now() + duration in nanoseconds) later.
+inline constexpr std::chrono::milliseconds kMaxDuration{int64_t{100} * 365 * 24 * 3600 * 1000};
+
+// "5m", "90s", "1h30m", "250ms", "1.5h" -> milliseconds (fractions truncated to whole ms); an
+// error names the text and the expected form. Never throws; at most kMaxDuration.
 Result<std::chrono::milliseconds> parseDuration(const std::string& text);
 
 }  // namespace troupe::sched

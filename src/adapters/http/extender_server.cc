@@ -62,12 +62,7 @@ HttpResponse ExtenderHandler::tooLarge(const std::string& raw_path, std::optiona
 HttpResponse ExtenderHandler::internalError(std::string_view where, const std::string& path,
                                             const char* what) {
   logger_.error("internal error", {{"where", std::string(where)}, {"path", path}, {"error", what}});
-  if (options_.on_internal_error) {
-    try {
-      options_.on_internal_error(where);
-    } catch (...) {  // a counter that throws must not turn a 500 into a crash
-    }
-  }
+  options_.internal_errors.count(std::string(where));  // never throws
   return {500, encodeHttpError(std::string("internal error: ") + what), "application/json"};
 }
 

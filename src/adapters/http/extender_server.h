@@ -14,7 +14,7 @@
 // Logical failures are HTTP 200 with the protocol's Error field; malformed bodies are 400 with
 // {"error": "..."} naming the problem; bodies over the limit are 413. The handler never throws:
 // an exception anywhere in a request (the bind continuation included) is answered 500 and
-// reported through HandlerOptions::on_internal_error.
+// reported through HandlerOptions::internal_errors.
 #pragma once
 
 #include <atomic>
@@ -25,6 +25,7 @@
 #include <string>
 #include <string_view>
 
+#include "adapters/common/internal_errors.h"
 #include "adapters/http/logger.h"
 #include "adapters/http/wire.h"
 #include "adapters/metrics/metrics.h"
@@ -41,12 +42,11 @@ struct HttpResponse {
 
 // Called with where an exception was caught ("http") each time one is, so it can be counted
 // (troupe_internal_errors_total{where}). Must not throw.
-using InternalErrorHook = std::function<void(std::string_view where)>;
 
 struct HandlerOptions {
-  size_t max_body_bytes = 64 << 20;  // a 5,000-node full NodeList is ~20 MiB
-  std::string record_dir;            // when set, every extender request body is saved here
-  InternalErrorHook on_internal_error;
+  size_t max_body_bytes = 64 << 20;          // a 5,000-node full NodeList is ~20 MiB
+  std::string record_dir;                    // when set, every extender request body is saved here
+  adapters::InternalErrors internal_errors;  // where="http" (troupe_internal_errors_total)
 };
 
 // What happens once Troupe has chosen a pod's GPUs at bind: nothing more in standalone mode;
@@ -94,7 +94,7 @@ class ExtenderHandler {
   void setReady(bool ready) { ready_.store(ready); }
   bool ready() const { return ready_.load(); }
   size_t maxBodyBytes() const { return options_.max_body_bytes; }
-  const InternalErrorHook& internalErrorHook() const { return options_.on_internal_error; }
+  const adapters::InternalErrors& internalErrors() const { return options_.internal_errors; }
 
  private:
   void bindAsync(const std::string& body, std::chrono::steady_clock::time_point start, Reply reply);

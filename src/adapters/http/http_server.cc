@@ -155,14 +155,9 @@ struct Shared {
 
   void internalError(std::string_view where, const char* what) {
     logger->error("internal error", {{"where", std::string(where)}, {"error", what}});
-    if (handler_hook) {
-      try {
-        handler_hook(where);
-      } catch (...) {
-      }
-    }
+    handler_errors.count(std::string(where));  // never throws
   }
-  InternalErrorHook handler_hook;
+  adapters::InternalErrors handler_errors;
 
   // Returns freed heap to the system after large requests (glibc keeps it otherwise; review L3).
   void maybeTrim(size_t body_size) {
@@ -637,7 +632,7 @@ Status ExtenderServer::start() {
   shared->handler = &m.handler;
   shared->logger = &m.logger;
   shared->options = m.options;
-  shared->handler_hook = m.handler.internalErrorHook();
+  shared->handler_errors = m.handler.internalErrors();
   shared->max_body_bytes = m.handler.maxBodyBytes();
   ServerLimits& limits = shared->options.limits;
   limits.max_body_bytes_in_flight = std::max(limits.max_body_bytes_in_flight, shared->max_body_bytes);

@@ -1,6 +1,8 @@
 #include "adapters/http/wire.h"
 
+#include <cstdint>
 #include <deque>
+#include <limits>
 #include <optional>
 
 #include "adapters/http/json_scanner.h"
@@ -16,16 +18,14 @@ Status tooDeep() {
                     std::to_string(kMaxJsonDepth) + " levels, the limit (Kubernetes objects need far fewer)");
 }
 
-// Answers carry text from requests and from the API server (which may cut a UTF-8 sequence);
-// invalid bytes become U+FFFD instead of an exception on a reply path (review C3).
-std::string dumpLenient(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
 std::string str(const Json* v) { return v && v->is_string() ? v->get<std::string>() : std::string(); }
 
 // A Kubernetes quantity may arrive as a string ("8") or, from hand-written clients, a number.
+// An unsigned number keeps its value (18446744073709551615 is not "-1").
 std::string quantityText(const Json* v) {
   if (!v) return {};
   if (v->is_string()) return v->get<std::string>();
+  if (v->is_number_unsigned()) return std::to_string(v->get<uint64_t>());
   if (v->is_number_integer()) return std::to_string(v->get<int64_t>());
   if (v->is_number()) return v->dump();
   return {};
@@ -178,12 +178,16 @@ Result<Json> parseBody(std::string_view body) {
   return doc;
 }
 
+// Json::dump() that never throws: invalid UTF-8 (say, a message cut inside a character)
+// becomes U+FFFD instead of an exception.
+std::string dumpText(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
 // Appends `text` as a JSON string, byte for byte as Json::dump() writes it: plain printable
 // ASCII is copied, anything else goes through the library's escaping (and its UTF-8 check).
 void appendString(std::string& out, const std::string& text) {
   for (unsigned char c : text) {
     if (c < 0x20 || c == '"' || c == '\\' || c >= 0x7f) {
-      out += Json(text).dump();
+      out += dumpText(Json(text));
       return;
     }
   }
@@ -264,8 +268,9 @@ bool readQuantity(JsonScanner& in, std::string* out) {  // quantityText()
   const size_t start = in.pos();
   if (!in.skip()) return false;
   if (c == '-' || (c >= '0' && c <= '9')) {
-    // Rare (hand-written clients): the library's own text for the number.
-    const Json number = Json::parse(in.text().substr(start, in.pos() - start));
+    // Rare (hand-written clients): the library's own text for the number (already validated;
+    // a failure would read as discarded, never throw).
+    const Json number = Json::parse(in.text().substr(start, in.pos() - start), nullptr, false);
     *out = quantityText(&number);
   }
   return true;
@@ -513,8 +518,14 @@ Result<sched::PodFacts> podFromJson(const Json& pod) {
         (std::string(list) == "containers" ? out.containers : out.init_containers).push_back(c.value());
       }
     }
-    if (const Json* p = field(*spec, "priority"); p && p->is_number_integer())
+    if (const Json* p = field(*spec, "priority"); p && p->is_number_integer()) {
+      // Kubernetes' priority is an int32; anything that does not fit int64 is refused, not wrapped.
+      if (p->is_number_unsigned() &&
+          p->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return badRequest("Pod.spec.priority " + p->dump() + " is out of range (a 32-bit integer)");
+      }
       out.priority = p->get<int64_t>();
+    }
     out.node_name = str(field(*spec, "nodeName"));
   }
   if (const Json* status = field(pod, "status"); status && status->is_object()) {
@@ -662,7 +673,7 @@ std::string encodeFilterError(const std::string& message) {
                      {"FailedNodes", nullptr},
                      {"FailedAndUnresolvableNodes", nullptr},
                      {"Error", message}};
-  return dumpLenient(out);
+  return dumpText(out);
 }
 
 std::string encodeHostPriorityList(const std::vector<sched::HostScore>& scores) {
@@ -699,9 +710,7 @@ Result<BindingArgs> decodeBindingArgs(std::string_view body) {
   return b;
 }
 
-std::string encodeBindingResult(const std::string& error) {
-  return dumpLenient(OrderedJson{{"Error", error}});
-}
+std::string encodeBindingResult(const std::string& error) { return dumpText(OrderedJson{{"Error", error}}); }
 
 Result<PreemptionArgs> decodePreemptionArgs(std::string_view body) {
   Result<Json> doc = parseBody(body);
@@ -741,6 +750,10 @@ Result<PreemptionArgs> decodePreemptionArgs(std::string_view body) {
       }
     }
     if (const Json* pdb = field(it.value(), "NumPDBViolations"); pdb && pdb->is_number_integer()) {
+      if (pdb->is_number_unsigned() &&
+          pdb->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return badRequest(where + ".NumPDBViolations " + pdb->dump() + " is out of range");
+      }
       args.pdb_violations[it.key()] = pdb->get<int64_t>();
     }
   }
@@ -757,9 +770,9 @@ std::string encodePreemptionResult(const std::map<std::string, std::vector<std::
     map[node] = {{"Pods", std::move(pods)},
                  {"NumPDBViolations", pdb == pdb_violations.end() ? 0 : pdb->second}};
   }
-  return OrderedJson{{"NodeNameToMetaVictims", std::move(map)}}.dump();
+  return dumpText(OrderedJson{{"NodeNameToMetaVictims", std::move(map)}});
 }
 
-std::string encodeHttpError(const std::string& message) { return dumpLenient(Json{{"error", message}}); }
+std::string encodeHttpError(const std::string& message) { return dumpText(Json{{"error", message}}); }
 
 }  // namespace troupe::http

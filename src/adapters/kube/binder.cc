@@ -80,7 +80,8 @@ void Binder::stop() {
       task = std::move(queue_.front());
       queue_.pop_front();
     }
-    task();
+    adapters::guarded(logger_, options_.internal_errors, adapters::kWhereBinder, "bind task (after stop)",
+                      task);
   }
 }
 
@@ -106,7 +107,8 @@ void Binder::workerLoop() {
       task = std::move(queue_.front());
       queue_.pop_front();
     }
-    task();
+    // A throwing task must not end the worker (std::terminate): it is logged and counted.
+    adapters::guarded(logger_, options_.internal_errors, adapters::kWhereBinder, "bind task", task);
   }
 }
 

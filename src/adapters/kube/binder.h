@@ -42,6 +42,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "adapters/common/internal_errors.h"
 #include "adapters/http/extender_server.h"
 #include "adapters/http/logger.h"
 #include "adapters/kube/api_client.h"
@@ -56,6 +57,8 @@ struct BinderOptions {
   int workers = 8;
   // The kube-scheduler profiles whose pods Troupe binds (spec.schedulerName); never empty.
   std::vector<std::string> scheduler_names = {"troupe-scheduler"};
+  // A task that throws is counted here (where="binder"); the worker carries on.
+  adapters::InternalErrors internal_errors;
 };
 
 class Binder final : public http::PodBinder {

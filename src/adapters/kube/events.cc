@@ -140,7 +140,12 @@ void EventRecorder::loop() {
       e = std::move(queue_.front());
       queue_.pop_front();
     }
-    post(e);
+    if (!adapters::guarded(logger_, options_.internal_errors, adapters::kWhereEvents,
+                           "posting event " + e.reason + " of pod " + e.pod.ns + "/" + e.pod.name,
+                           [&] { post(e); })) {
+      std::lock_guard lock(mu_);
+      ++dropped_;
+    }
   }
 }
 

@@ -17,6 +17,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "adapters/common/internal_errors.h"
 #include "adapters/http/logger.h"
 #include "adapters/kube/api_client.h"
 
@@ -29,6 +30,8 @@ struct EventOptions {
   size_t queue_limit = 1000;
   std::string component = "troupe";
   std::string instance;  // reportingInstance, e.g. the host name
+  // An exception while posting one event is counted here (where="events") and the event dropped.
+  adapters::InternalErrors internal_errors;
 };
 
 struct PodRef {

@@ -16,12 +16,30 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Kubeconfigs, certificates, keys and tokens are small; a path that names something else
+// (a directory, /dev/zero, a FIFO, a huge file) is an error, not a hang or a silent "".
+constexpr uintmax_t kMaxFileBytes = 16 << 20;
+
 Result<std::string> readFile(const fs::path& path, const std::string& what) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) {
+    return notFound("cannot read " + what + " " + path.string() + ": no such file or not readable");
+  }
+  if (!fs::is_regular_file(status)) {
+    return invalidArgument("cannot read " + what + " " + path.string() + ": not a regular file");
+  }
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec || size > kMaxFileBytes) {
+    return invalidArgument("cannot read " + what + " " + path.string() + ": larger than " +
+                           std::to_string(kMaxFileBytes >> 20) + " MiB");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return notFound("cannot read " + what + " " + path.string() + ": no such file or not readable");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string text(static_cast<size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  text.resize(static_cast<size_t>(in.gcount()));  // it may have shrunk since
+  return text;
 }
 
 std::string trimmed(std::string s) {
@@ -385,6 +403,9 @@ Result<ClusterEndpoint> parseKubeconfig(const std::string& text, const std::stri
                            ": not valid YAML: " + e.msg);
   } catch (const YAML::Exception& e) {
     return invalidArgument(source_name + ": unexpected structure: " + e.what());
+  } catch (const std::exception& e) {
+    // Nothing else is expected (std::bad_alloc on a pathological file): still an error, not a crash.
+    return invalidArgument(source_name + ": cannot be read as a kubeconfig: " + e.what());
   }
 }
 

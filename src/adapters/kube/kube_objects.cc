@@ -72,11 +72,13 @@ int rawGpuCount(const sched::PodFacts& pod) {
     Result<int64_t> v = parseQuantityValue(*text);
     return v.isOk() && v.value() > 0 ? v.value() : 0;
   };
+  // Capped at 64 at every step: a sum of huge requests must not wrap to a small (or negative)
+  // count.
   int64_t app = 0;
-  for (const auto& c : pod.containers) app += of(c);
+  for (const auto& c : pod.containers) app = std::min<int64_t>(64, app + std::min<int64_t>(64, of(c)));
   int64_t init = 0;
-  for (const auto& c : pod.init_containers) init = std::max(init, of(c));
-  return static_cast<int>(std::min<int64_t>(64, std::max(app, init)));
+  for (const auto& c : pod.init_containers) init = std::max(init, std::min<int64_t>(64, of(c)));
+  return static_cast<int>(std::max(app, init));
 }
 
 }  // namespace

@@ -2,6 +2,17 @@
 
 namespace troupe::kube {
 
+namespace {
+
+// The runtime's sink, handed down to the parts that run their own threads.
+KubeOptions withInternalErrors(KubeOptions options) {
+  options.binder.internal_errors = options.internal_errors;
+  options.events.internal_errors = options.internal_errors;
+  return options;
+}
+
+}  // namespace
+
 KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, http::Logger& logger,
                          KubeOptions options, metrics::Metrics* metrics)
     : metrics_(metrics),
@@ -9,7 +20,7 @@ KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, http::
       api_(metered_ ? static_cast<KubeTransport&>(*metered_) : api),
       scheduler_(scheduler),
       logger_(logger),
-      options_(std::move(options)),
+      options_(withInternalErrors(std::move(options))),
       seed_rng_(std::random_device{}()),
       sync_(scheduler, logger),
       events_(api_, logger, options_.events),
@@ -62,7 +73,7 @@ void KubeRuntime::start(std::function<void()> on_ready) {
   nodes.page_size = options_.page_size;
   nodes.timeout_seconds = options_.watch_timeout_seconds;
   threads_.emplace_back([this, nodes, uniform = makeUniform()] {
-    Watcher w(api_, nodes, sync_.nodeHandler(), logger_, uniform, metrics_);
+    Watcher w(api_, nodes, sync_.nodeHandler(), logger_, uniform, metrics_, options_.internal_errors);
     w.run(stop_);
   });
 
@@ -73,7 +84,8 @@ void KubeRuntime::start(std::function<void()> on_ready) {
   pods.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
   pods.page_size = options_.page_size;
   pods.timeout_seconds = options_.watch_timeout_seconds;
-  pod_watcher_ = std::make_unique<Watcher>(api_, pods, sync_.podHandler(), logger_, makeUniform(), metrics_);
+  pod_watcher_ = std::make_unique<Watcher>(api_, pods, sync_.podHandler(), logger_, makeUniform(), metrics_,
+                                           options_.internal_errors);
   threads_.emplace_back([this] {
     // Pods after nodes, so the first list finds every pod's node known.
     while (!sync_.nodesSynced() && !stop_.stopped()) stop_.sleepFor(std::chrono::milliseconds(20));
@@ -83,30 +95,35 @@ void KubeRuntime::start(std::function<void()> on_ready) {
   threads_.emplace_back([this] {
     auto last_stats = std::chrono::steady_clock::now();
     while (stop_.sleepFor(options_.reconcile_every)) {
-      // Only while a watch stream is open: a list or a backoff is not a silent watch.
-      std::optional<Binder::EchoCheck> echo;
-      if (auto since = pod_watcher_->watchingSince())
-        echo = Binder::EchoCheck{*since, options_.watch_echo_timeout};
-      if (binder_.reconcile(echo)) pod_watcher_->relistNow("stale");
-      if (metrics_) {
-        const ClusterSync::Stats s = sync_.stats();
-        metrics_->kubeCachedObjects("nodes", static_cast<double>(s.nodes));
-        metrics_->kubeCachedObjects("pods", static_cast<double>(s.gpu_pods));
-      }
-      if (std::chrono::steady_clock::now() - last_stats >= options_.stats_every) {
-        last_stats = std::chrono::steady_clock::now();
-        const ClusterSync::Stats s = sync_.stats();
-        logger_.info("cluster state", {{"nodes", std::to_string(s.nodes)},
-                                       {"gpu_pods", std::to_string(s.gpu_pods)},
-                                       {"unknown_index_pods", std::to_string(s.unknown_pods)},
-                                       {"orphan_pods", std::to_string(s.orphan_pods)},
-                                       {"annotation_conflicts", std::to_string(s.conflicts)},
-                                       {"unconfirmed_bindings", std::to_string(binder_.unconfirmedCount())},
-                                       {"unwatched_bindings", std::to_string(binder_.unechoedCount())},
-                                       {"events_posted", std::to_string(events_.posted())}});
-      }
+      adapters::guarded(logger_, options_.internal_errors, adapters::kWhereHousekeeping, "housekeeping",
+                        [&] { housekeeping(last_stats); });
     }
   });
+}
+
+void KubeRuntime::housekeeping(std::chrono::steady_clock::time_point& last_stats) {
+  // Only while a watch stream is open: a list or a backoff is not a silent watch.
+  std::optional<Binder::EchoCheck> echo;
+  if (auto since = pod_watcher_->watchingSince())
+    echo = Binder::EchoCheck{*since, options_.watch_echo_timeout};
+  if (binder_.reconcile(echo)) pod_watcher_->relistNow("stale");
+  if (metrics_) {
+    const ClusterSync::Stats s = sync_.stats();
+    metrics_->kubeCachedObjects("nodes", static_cast<double>(s.nodes));
+    metrics_->kubeCachedObjects("pods", static_cast<double>(s.gpu_pods));
+  }
+  if (std::chrono::steady_clock::now() - last_stats >= options_.stats_every) {
+    last_stats = std::chrono::steady_clock::now();
+    const ClusterSync::Stats s = sync_.stats();
+    logger_.info("cluster state", {{"nodes", std::to_string(s.nodes)},
+                                   {"gpu_pods", std::to_string(s.gpu_pods)},
+                                   {"unknown_index_pods", std::to_string(s.unknown_pods)},
+                                   {"orphan_pods", std::to_string(s.orphan_pods)},
+                                   {"annotation_conflicts", std::to_string(s.conflicts)},
+                                   {"unconfirmed_bindings", std::to_string(binder_.unconfirmedCount())},
+                                   {"unwatched_bindings", std::to_string(binder_.unechoedCount())},
+                                   {"events_posted", std::to_string(events_.posted())}});
+  }
 }
 
 void KubeRuntime::stop() {

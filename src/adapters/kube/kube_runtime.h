@@ -4,7 +4,8 @@
 // housekeeping thread that settles unconfirmed bindings and checks that the pod watch is alive
 // (a Binding Troupe made must show up on it; when it does not, the watch is ended and the pods
 // listed again). Readiness is reported once both watches have completed their first full list
-// (nodes first, then pods, so every pod finds its node).
+// (nodes first, then pods, so every pod finds its node). No thread it starts ends on an
+// exception: each is logged and counted as an internal error, and the loop goes on.
 #pragma once
 
 #include <chrono>
@@ -39,6 +40,9 @@ struct KubeOptions {
   // stale: ended and the pods listed again. 0 turns the check off.
   std::chrono::milliseconds watch_echo_timeout{10000};
   std::chrono::seconds stats_every{60};
+  // Where exceptions caught on the runtime's threads are counted (troupe_internal_errors_total):
+  // passed on to the watchers, the binder and the event poster too.
+  adapters::InternalErrors internal_errors;
 };
 
 class KubeRuntime {
@@ -65,6 +69,8 @@ class KubeRuntime {
 
  private:
   std::function<double()> makeUniform();
+  // One round of the housekeeping thread: settle bindings, check the pod watch, cache gauges.
+  void housekeeping(std::chrono::steady_clock::time_point& last_stats);
 
   metrics::Metrics* metrics_;
   std::unique_ptr<MeteredTransport> metered_;  // wraps the caller's transport when metrics are on

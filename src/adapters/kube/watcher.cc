@@ -35,14 +35,28 @@ std::chrono::milliseconds Backoff::next() {
 void Backoff::reset() { step_ = initial_; }
 
 Watcher::Watcher(KubeTransport& api, WatchConfig config, WatchHandler& handler, http::Logger& logger,
-                 std::function<double()> uniform, metrics::Metrics* metrics)
+                 std::function<double()> uniform, metrics::Metrics* metrics,
+                 adapters::InternalErrors internal_errors)
     : api_(api),
       config_(std::move(config)),
       handler_(handler),
       logger_(logger),
       uniform_(uniform),
       backoff_(config_.backoff_initial, config_.backoff_cap, uniform),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      internal_errors_(std::move(internal_errors)) {}
+
+template <class F>
+void Watcher::deliver(const Json& object, const char* what, F&& call) {
+  try {
+    call();
+  } catch (...) {
+    std::string name;
+    if (const Json* meta = member(object, "metadata")) name = stringMember(*meta, "name");
+    adapters::reportInternalError(logger_, internal_errors_, adapters::kWhereWatch,
+                                  std::string(what) + " " + config_.name + " " + name + " (passed over)");
+  }
+}
 
 void Watcher::synced() {
   if (metrics_) metrics_->kubeSynced(config_.name);
@@ -147,7 +161,7 @@ bool Watcher::list(StopSignal& stop) {
       return false;
     }
     if (const Json* items = member(doc.value(), "items"); items && items->is_array()) {
-      for (const Json& item : *items) handler_.listed(item);
+      for (const Json& item : *items) deliver(item, "listed", [&] { handler_.listed(item); });
       count += items->size();
     }
     const Json* meta = member(doc.value(), "metadata");
@@ -218,7 +232,7 @@ bool Watcher::watch(StopSignal& stop) {
       return true;
     }
     ++stats_.events;
-    handler_.event(t, *object);
+    deliver(*object, "watch event", [&] { handler_.event(t, *object); });
     return !stop.stopped();
   };
   // The stream gets its own stop signal, so relistNow() can end it without stopping the
@@ -235,12 +249,19 @@ bool Watcher::watch(StopSignal& stop) {
   }
   if (asked_before) return takeRelistRequest();  // while no stream was open: list now
   const uint64_t forward = stop.subscribe([stream_stop] { stream_stop->stop(); });
-  ApiReply reply = api_.stream(path, std::chrono::seconds(timeout_seconds + 30), on_line, *stream_stop);
-  stop.unsubscribe(forward);
-  {
+  auto closed = [&] {
+    stop.unsubscribe(forward);
     std::lock_guard lock(abort_mu_);
     stream_stop_.reset();
+  };
+  ApiReply reply;
+  try {
+    reply = api_.stream(path, std::chrono::seconds(timeout_seconds + 30), on_line, *stream_stop);
+  } catch (...) {
+    closed();  // run() reports it; the stream is over either way
+    throw;
   }
+  closed();
   const bool lasted = Clock::now() - start >= std::chrono::seconds(1);
   if (stop.stopped()) return false;
   // Whatever the stream delivered before it was ended is applied; the list brings the rest.
@@ -278,7 +299,12 @@ bool Watcher::step(StopSignal& stop) { return resource_version_.empty() ? list(s
 
 void Watcher::run(StopSignal& stop) {
   while (!stop.stopped()) {
-    if (step(stop)) {
+    bool stepped = false;
+    if (!adapters::guarded(logger_, internal_errors_, adapters::kWhereWatch,
+                           "list/watch step of " + config_.name, [&] { stepped = step(stop); })) {
+      ++stats_.failures;
+    }
+    if (stepped) {
       backoff_.reset();
       continue;
     }

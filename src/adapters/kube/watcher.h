@@ -16,6 +16,10 @@
 //
 // Runs on its own thread until stop; the handler is called from that thread only. With
 // metrics, it reports when its cache was last current, relists and watch restarts.
+//
+// An exception thrown by the handler for one object is logged and counted as an internal error
+// (where="watch") and that object is passed over; one thrown anywhere else in a step fails the
+// step (backoff, then the step again). The thread never ends on an exception.
 #pragma once
 
 #include <chrono>
@@ -25,6 +29,7 @@
 #include <optional>
 #include <string>
 
+#include "adapters/common/internal_errors.h"
 #include "adapters/http/logger.h"
 #include "adapters/kube/api_client.h"
 #include "adapters/kube/kube_objects.h"
@@ -83,7 +88,8 @@ class Watcher {
  public:
   // `metrics` (optional, not owned) must outlive the watcher.
   Watcher(KubeTransport& api, WatchConfig config, WatchHandler& handler, http::Logger& logger,
-          std::function<double()> uniform, metrics::Metrics* metrics = nullptr);
+          std::function<double()> uniform, metrics::Metrics* metrics = nullptr,
+          adapters::InternalErrors internal_errors = {});
 
   // Lists and watches until `stop` fires.
   void run(StopSignal& stop);
@@ -105,6 +111,9 @@ class Watcher {
 
  private:
   bool list(StopSignal& stop);
+  // Hands one object to the handler; an exception is reported and the object passed over.
+  template <class F>
+  void deliver(const Json& object, const char* what, F&& call);
   bool watch(StopSignal& stop);
   std::string query(bool watch, int timeout_seconds) const;
   // Takes a pending relistNow() request; when there is one, forgets the resourceVersion (the
@@ -123,6 +132,7 @@ class Watcher {
   std::string resource_version_;
   WatchStats stats_;
   metrics::Metrics* metrics_;
+  adapters::InternalErrors internal_errors_;
 
   mutable std::mutex abort_mu_;  // guards the three below, which relistNow() reaches from other threads
   std::shared_ptr<StopSignal> stream_stop_;  // the open stream's: stopping it ends only the stream

@@ -127,13 +127,23 @@ Metrics::Metrics(const std::string& version)
       kube_cached_(prometheus::BuildGauge()
                        .Name("troupe_kube_cached_objects")
                        .Help("Objects in Troupe's API caches, by resource (pods: bound pods holding GPUs).")
-                       .Register(*registry_)) {
+                       .Register(*registry_)),
+      internal_errors_(
+          prometheus::BuildCounter()
+              .Name("troupe_internal_errors_total")
+              .Help("Unexpected exceptions caught instead of ending the process, by where: watch, "
+                    "binder, events, housekeeping, ticker, http. Anything above 0 is a bug to "
+                    "report; the log line says what failed.")
+              .Register(*registry_)) {
   prometheus::BuildGauge()
       .Name("troupe_build_info")
       .Help("Troupe's version; always 1.")
       .Register(*registry_)
       .Add({{"version", version}})
       .Set(1);
+  for (const char* where : {"watch", "binder", "events", "housekeeping", "ticker", "http"}) {
+    internal_errors_.Add({{"where", where}});
+  }
   for (const char* verb : {"filter", "prioritize", "bind", "preempt"}) {
     request_duration_.Add({{"verb", verb}}, latencyBuckets());
     requests_.Add({{"verb", verb}, {"outcome", "ok"}});
@@ -266,6 +276,10 @@ void Metrics::kubeApiCall(const std::string& verb, const std::string& code) {
 
 void Metrics::kubeCachedObjects(const std::string& resource, double count) {
   kube_cached_.Add({{"resource", resource}}).Set(count);
+}
+
+void Metrics::internalError(const std::string& where) {
+  internal_errors_.Add({{"where", where}}).Increment();
 }
 
 std::string Metrics::serialize() { return prometheus::TextSerializer().Serialize(registry_->Collect()); }

@@ -55,6 +55,9 @@ class Metrics {
   void kubeApiCall(const std::string& verb, const std::string& code);
   // Objects in Troupe's caches (pods: bound pods holding GPUs, the only ones it keeps).
   void kubeCachedObjects(const std::string& resource, double count);
+  // An exception caught at a thread entry or request boundary instead of ending the process;
+  // where: watch | binder | events | housekeeping | ticker | http (adapters/common/internal_errors.h).
+  void internalError(const std::string& where);
   // The text exposition format (version 0.0.4).
   std::string serialize();
 
@@ -84,6 +87,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& kube_watch_restarts_;
   prometheus::Family<prometheus::Counter>& kube_api_calls_;
   prometheus::Family<prometheus::Gauge>& kube_cached_;
+  prometheus::Family<prometheus::Counter>& internal_errors_;
 
   struct NodeSeries {
     std::string product;
