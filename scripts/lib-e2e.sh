@@ -5,10 +5,16 @@
 # Layout (all under build/e2e/):
 #   state.env          ports, etcd data dir, node count (sourced by the scripts)
 #   pids/<name>.pid    "<pid> <executable>" per started process
-#   logs/<name>.log    etcd, kube-apiserver, kube-scheduler, troupe
+#   logs/<name>.log    etcd, kube-apiserver, kube-scheduler, troupe (and kube-scheduler-1, troupe-1, ...)
 #   record/<start>/    request bodies Troupe recorded (--record-dir), one dir per Troupe start
 #   kubeconfig         admin kubeconfig (static token, CA-verified TLS)
 #   pki/ tokens.csv sa.key scheduler-config.yaml nodes.json cluster.yaml
+#
+# Scheduler pairs (TROUPE_REPLICAS, kept in state.env; default 1): pair 0 is "kube-scheduler" +
+# "troupe" on SCHEDULER_PORT, TROUPE_PORT and TROUPE_METRICS_PORT with scheduler-config.yaml;
+# pair i > 0 is "kube-scheduler-i" + "troupe-i" on SCHEDULER_PORT_i, TROUPE_PORT_i and
+# TROUPE_METRICS_PORT_i with scheduler-config-i.yaml. Each kube-scheduler calls its own Troupe;
+# with more than one pair they elect a leader through one Lease (kube-system/$TROUPE_LEASE_NAME).
 
 E2E_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # TROUPE_E2E_DIR: another state directory, for a second cluster beside the default one.
@@ -131,25 +137,108 @@ e2e_wait_http() {
   done
 }
 
+# ---- scheduler pairs ----------------------------------------------------------------------
+e2e_replicas() { echo "${TROUPE_REPLICAS:-1}"; }
+e2e_pairs() { seq 0 $(( $(e2e_replicas) - 1 )); }
+# e2e_sfx PAIR: "" for pair 0, "-PAIR" otherwise (process, log and config names).
+e2e_sfx() { [ "${1:-0}" = 0 ] || echo "-$1"; }
+# e2e_pair_var NAME PAIR: $NAME for pair 0, $NAME_PAIR otherwise ("" when unset).
+e2e_pair_var() {
+  local n="$1"
+  [ "${2:-0}" = 0 ] || n="${n}_$2"
+  echo "${!n:-}"
+}
+# e2e_check_pair PAIR: fail unless PAIR is a pair of this cluster.
+e2e_check_pair() {
+  case "${1:-}" in '' | *[!0-9]*) e2e_die "pair '${1:-}' must be a number (0..$(( $(e2e_replicas) - 1 )))" ;; esac
+  [ "$1" -lt "$(e2e_replicas)" ] || e2e_die "pair $1: the cluster has $(e2e_replicas) scheduler pair(s) (TROUPE_REPLICAS)"
+}
+
 # Health checks of a running cluster (state must be loaded).
 e2e_etcd_ok() { e2e_pid etcd >/dev/null && curl -fsS --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" >/dev/null 2>&1; }
 e2e_apiserver_ok() {
   e2e_pid kube-apiserver >/dev/null &&
     curl -fsS --max-time 3 --cacert "$E2E_DIR/pki/apiserver.crt" "https://127.0.0.1:$APISERVER_PORT/readyz" >/dev/null 2>&1
 }
-e2e_scheduler_ok() { e2e_pid kube-scheduler >/dev/null && curl -fsSk --max-time 2 "https://127.0.0.1:$SCHEDULER_PORT/healthz" >/dev/null 2>&1; }
-e2e_troupe_ok() { e2e_pid troupe >/dev/null && curl -fsS --max-time 2 "http://127.0.0.1:$TROUPE_PORT/healthz" >/dev/null 2>&1; }
+# e2e_scheduler_pair_ok PAIR: that pair's kube-scheduler answers /healthz (a standby does too).
+e2e_scheduler_pair_ok() {
+  local port
+  port="$(e2e_pair_var SCHEDULER_PORT "$1")"
+  [ -n "$port" ] && e2e_pid "kube-scheduler$(e2e_sfx "$1")" >/dev/null &&
+    curl -fsSk --max-time 2 "https://127.0.0.1:$port/healthz" >/dev/null 2>&1
+}
+# e2e_scheduler_ok: every pair's kube-scheduler is healthy.
+e2e_scheduler_ok() {
+  local i
+  for i in $(e2e_pairs); do e2e_scheduler_pair_ok "$i" || return 1; done
+}
+# e2e_troupe_ok [PAIR]: that pair's Troupe (default pair 0) answers /healthz.
+e2e_troupe_ok() {
+  local port
+  port="$(e2e_pair_var TROUPE_PORT "${1:-0}")"
+  [ -n "$port" ] && e2e_pid "troupe$(e2e_sfx "${1:-0}")" >/dev/null &&
+    curl -fsS --max-time 2 "http://127.0.0.1:$port/healthz" >/dev/null 2>&1
+}
 
-# troupe_start: start Troupe on $TROUPE_PORT if $TROUPE_BIN is executable;
-# otherwise warn and return 0 (the control plane is still usable).
-# Extra arguments come from $TROUPE_ARGS (word-split).
-troupe_start() {
-  [ -n "${TROUPE_PORT:-}" ] || e2e_die "TROUPE_PORT unknown: is the cluster up? (scripts/cluster-up.sh)"
-  if e2e_troupe_ok; then
-    e2e_log "troupe already running (pid $(e2e_pid troupe)) on 127.0.0.1:$TROUPE_PORT"
+# e2e_leader: print the pair whose kube-scheduler holds the Lease now (its
+# leader_election_master_status metric is 1); fail if none does. With one pair and leader
+# election off, pair 0 always leads.
+e2e_leader() {
+  local i port token
+  if [ "$(e2e_replicas)" = 1 ]; then
+    e2e_scheduler_pair_ok 0 && echo 0
+    return
+  fi
+  token="$(cut -d, -f1 "$E2E_DIR/tokens.csv")"
+  for i in $(e2e_pairs); do
+    port="$(e2e_pair_var SCHEDULER_PORT "$i")"
+    e2e_pid "kube-scheduler$(e2e_sfx "$i")" >/dev/null || continue
+    if curl -fsSk --max-time 2 -H "Authorization: Bearer $token" "https://127.0.0.1:$port/metrics" 2>/dev/null |
+      grep -Eq '^leader_election_master_status\{[^}]*\} 1$'; then
+      echo "$i"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# scheduler_start [PAIR]: start that pair's kube-scheduler with its rendered
+# scheduler-config[-PAIR].yaml (cluster-up renders it) and wait for /healthz.
+scheduler_start() {
+  local i="${1:-0}" name port config
+  name="kube-scheduler$(e2e_sfx "$i")"
+  port="$(e2e_pair_var SCHEDULER_PORT "$i")"
+  config="$E2E_DIR/scheduler-config$(e2e_sfx "$i").yaml"
+  [ -n "$port" ] || e2e_die "SCHEDULER_PORT of pair $i unknown: is the cluster up? (scripts/cluster-up.sh)"
+  [ -f "$config" ] || e2e_die "no $config: is the cluster up? (scripts/cluster-up.sh)"
+  if e2e_scheduler_pair_ok "$i"; then
+    e2e_log "$name already running (pid $(e2e_pid "$name"))"
     return 0
   fi
-  e2e_stop -t 5 troupe   # a live but unhealthy leftover
+  e2e_stop -t 5 "$name"   # a live but unhealthy leftover
+  e2e_start "$name" "$K8S_BIN/kube-scheduler" \
+    --config="$config" \
+    --bind-address=127.0.0.1 --secure-port="$port" \
+    --authentication-kubeconfig="$E2E_KUBECONFIG" --authorization-kubeconfig="$E2E_KUBECONFIG" \
+    --v=2
+  e2e_wait_http "$name" "https://127.0.0.1:$port/healthz" 60 -k || e2e_die "$name did not become healthy"
+  e2e_log "$name healthy (pid $(e2e_pid "$name"))"
+}
+
+# troupe_start [PAIR]: start that pair's Troupe (default pair 0) on its port if $TROUPE_BIN is
+# executable; otherwise warn and return 0 (the control plane is still usable).
+# Extra arguments come from $TROUPE_ARGS (word-split).
+troupe_start() {
+  local i="${1:-0}" name port metrics_port
+  name="troupe$(e2e_sfx "$i")"
+  port="$(e2e_pair_var TROUPE_PORT "$i")"
+  metrics_port="$(e2e_pair_var TROUPE_METRICS_PORT "$i")"
+  [ -n "$port" ] || e2e_die "TROUPE_PORT of pair $i unknown: is the cluster up? (scripts/cluster-up.sh)"
+  if e2e_troupe_ok "$i"; then
+    e2e_log "$name already running (pid $(e2e_pid "$name")) on 127.0.0.1:$port"
+    return 0
+  fi
+  e2e_stop -t 5 "$name"   # a live but unhealthy leftover
   if [ ! -x "$TROUPE_BIN" ] || [ -d "$TROUPE_BIN" ]; then
     e2e_warn "$TROUPE_BIN is not an executable; NOT starting Troupe (GPU pods will fail the extender call). Build it or set TROUPE_BIN."
     return 0
@@ -172,15 +261,16 @@ troupe_start() {
   fi
   # Probes and Prometheus on their own port, as the Helm chart runs it (older state.env: none).
   local metrics=()
-  [ -n "${TROUPE_METRICS_PORT:-}" ] && metrics=(--metrics-listen "127.0.0.1:$TROUPE_METRICS_PORT")
+  [ -n "$metrics_port" ] && metrics=(--metrics-listen "127.0.0.1:$metrics_port")
   # Filter narrowed to Troupe's best node, as the chart ships it (README: Live replay);
   # TROUPE_NARROW_TO=all for scores only. A --narrow-to in TROUPE_ARGS comes later and wins.
   # shellcheck disable=SC2086
-  e2e_start troupe "$TROUPE_BIN" serve --listen "127.0.0.1:$TROUPE_PORT" "${metrics[@]}" \
+  e2e_start "$name" "$TROUPE_BIN" serve --listen "127.0.0.1:$port" "${metrics[@]}" \
     "${source[@]}" "${record[@]}" --narrow-to "${TROUPE_NARROW_TO:-best}" ${TROUPE_ARGS:-}
-  e2e_wait_http troupe "http://127.0.0.1:$TROUPE_PORT$ready_path" "${TROUPE_WAIT_S:-30}" ||
-    e2e_die "troupe did not become healthy"
-  e2e_log "troupe healthy (pid $(e2e_pid troupe)) on http://127.0.0.1:$TROUPE_PORT"
+  e2e_wait_http "$name" "http://127.0.0.1:$port$ready_path" "${TROUPE_WAIT_S:-30}" ||
+    e2e_die "$name did not become healthy"
+  e2e_log "$name healthy (pid $(e2e_pid "$name")) on http://127.0.0.1:$port"
 }
 
-troupe_stop() { e2e_stop -t "${TROUPE_STOP_TIMEOUT_S:-10}" troupe; }
+# troupe_stop [PAIR]: stop that pair's Troupe (default pair 0).
+troupe_stop() { e2e_stop -t "${TROUPE_STOP_TIMEOUT_S:-10}" "troupe$(e2e_sfx "${1:-0}")"; }
