@@ -176,7 +176,8 @@ E2E_NODES=${NODES:-}
 TROUPE_MODE=$TROUPE_MODE
 TROUPE_REPLICAS=$TROUPE_REPLICAS
 TROUPE_LEASE_NAME=$TROUPE_LEASE_NAME
-${pair_state}STATE
+STATE
+printf '%s' "$pair_state" >> "$E2E_STATE"
 e2e_log "ports: etcd $ETCD_PORT/$ETCD_PEER_PORT apiserver $APISERVER_PORT scheduler $SCHEDULER_PORT troupe $TROUPE_PORT (metrics $TROUPE_METRICS_PORT); etcd data $ETCD_DIR"
 for ((i = 1; i < TROUPE_REPLICAS; i++)); do
   e2e_log "pair $i ports: scheduler $(e2e_pair_var SCHEDULER_PORT "$i") troupe $(e2e_pair_var TROUPE_PORT "$i") (metrics $(e2e_pair_var TROUPE_METRICS_PORT "$i"))"

@@ -76,7 +76,14 @@ e2e_start() {
   echo "===== $(date -u +%FT%TZ) start: $exe $*" >> "$E2E_LOGS/$name.log"
   # setsid: survives the calling shell/CI step; no fork, so $! is EXE's pid.
   setsid "$exe" "$@" >> "$E2E_LOGS/$name.log" 2>&1 < /dev/null &
-  echo "$! $exe" > "$E2E_PIDS/$name.pid"
+  local pid=$! i cur
+  echo "$pid $exe" > "$E2E_PIDS/$name.pid"
+  # Until setsid has exec'ed EXE, /proc/PID/exe is setsid and e2e_pid would call it gone.
+  for ((i = 0; i < 50; i++)); do
+    cur="$(readlink "/proc/$pid/exe" 2>/dev/null)" || break
+    [ "${cur% (deleted)}" = "$exe" ] && break
+    sleep 0.02
+  done
 }
 
 # _e2e_zombie PID: true if PID has exited but is not reaped yet.
@@ -184,7 +191,7 @@ e2e_troupe_ok() {
 # leader_election_master_status metric is 1); fail if none does. With one pair and leader
 # election off, pair 0 always leads.
 e2e_leader() {
-  local i port token
+  local i port token metrics
   if [ "$(e2e_replicas)" = 1 ]; then
     e2e_scheduler_pair_ok 0 && echo 0
     return
@@ -193,8 +200,10 @@ e2e_leader() {
   for i in $(e2e_pairs); do
     port="$(e2e_pair_var SCHEDULER_PORT "$i")"
     e2e_pid "kube-scheduler$(e2e_sfx "$i")" >/dev/null || continue
-    if curl -fsSk --max-time 2 -H "Authorization: Bearer $token" "https://127.0.0.1:$port/metrics" 2>/dev/null |
-      grep -Eq '^leader_election_master_status\{[^}]*\} 1$'; then
+    # Read it whole first: grep -q would end the pipe early (SIGPIPE fails it under pipefail).
+    metrics="$(curl -fsSk --max-time 2 -H "Authorization: Bearer $token" "https://127.0.0.1:$port/metrics" 2>/dev/null)" ||
+      continue
+    if grep -Eq '^leader_election_master_status\{[^}]*\} 1$' <<<"$metrics"; then
       echo "$i"
       return 0
     fi
