@@ -11,13 +11,16 @@ twice (both processes at once, as a node crash: the Lease is not released):
      member is created while no one leads.
 Between the two, the first dead pair is started again and must come back as a standby.
 
-Checked: each time the standby's kube-scheduler takes the Lease within leaseDuration +
-retryPeriod (+ slack), and its Troupe binds the next pod soon after; nobody binds while no one
+Checked: each time the standby's kube-scheduler takes the Lease within leaseDuration + two
+jittered retry periods (+ slack), and its Troupe binds the next pod soon after; nobody binds while no one
 holds the Lease; a standby Troupe is never called, holds nothing for gangs, and keeps warm
 caches (it knows every node, and every bound GPU pod); at the end every pod is bound, no GPU
 is given twice (tests/e2e/gpu_invariant.py), no gang was partially bound except across a
 failover, and the leader holds nothing for gangs. The failover times are printed ([measure])
 and written to build/e2e-ha/failover.json.
+
+A second test restarts only the leader's kube-scheduler while its Troupe keeps running with a
+gang parked at its barrier (xfail: that Troupe keeps the gang's plan; docs/high-availability.md).
 
 Runs once, in the Kubernetes-mode pass of the suite (it starts its own cluster, like
 test_trace_replay.py); TROUPE_E2E_HA=0 skips it.
@@ -46,6 +49,11 @@ PARTS = {"s": 4, "g": 8}  # s: 32 GPUs for single pods; g: 64 GPUs for gangs of 
 SINGLES = 28
 SINGLE_EVERY_S = 1.2
 LEASE_S, RENEW_S, RETRY_S = 15.0, 10.0, 2.0  # kube-scheduler's and the chart's defaults
+# A candidate polls the Lease every retryPeriod with jitter factor 1.2 (2 to 4.4 s): it notes
+# the dead leader's last renewal up to one poll late and takes the Lease at the first poll
+# after that note + leaseDuration. So the takeover comes leaseDuration + 0..2 polls after the
+# kill (measured 16.3-19.1 s).
+TAKEOVER_MAX_S = LEASE_S + 2 * 2.2 * RETRY_S
 SLACK_S = 4.0  # a loaded 2-core CI machine
 BURST_S = 10.0
 
@@ -220,7 +228,7 @@ def check_standby(url, leader_url, api, label):
 def failover(mon, t_kill, old_holder, pods_before):
     """Waits for the Lease to change hands and the next bind; returns the measurements."""
     mono_kill, wall_kill = t_kill
-    deadline = mono_kill + LEASE_S + 2 * RETRY_S + 30
+    deadline = mono_kill + TAKEOVER_MAX_S + 30
     while True:
         new = [h for h in mon.holders if h[0] > mono_kill and h[2] and h[2] != old_holder]
         late = [t for n, (t, _) in mon.first_bound.items() if t > mono_kill + 1.0 and n not in pods_before]
@@ -401,7 +409,7 @@ def test_standby_takes_over_twice_every_pod_bound_no_gpu_twice_no_partial_gang(h
     for f in ("failover_1", "failover_2"):
         r = results[f]
         assert not r["bound_without_lease"], f"{f}: pods bound while no one held the Lease: {r['bound_without_lease']}"
-        assert r["lease_acquired_s"] <= LEASE_S + 2 * RETRY_S + SLACK_S, \
+        assert r["lease_acquired_s"] <= TAKEOVER_MAX_S + SLACK_S, \
             f"{f}: the standby took the Lease only {r['lease_acquired_s']}s after the leader died"
         assert r["first_bind_s"] <= r["lease_seen_s"] + 10 + SLACK_S, \
             f"{f}: the new leader bound its first pod {r['first_bind_s']}s after the kill"
@@ -411,3 +419,77 @@ def test_standby_takes_over_twice_every_pod_bound_no_gpu_twice_no_partial_gang(h
     with open(os.path.join(HA_DIR, "failover.json"), "w", encoding="utf-8") as f:
         json.dump(results, f, indent=2)
     print(f"[measure] {json.dumps(results)}")
+
+
+# Troupe does not know whether its kube-scheduler leads: a Troupe whose kube-scheduler died keeps
+# its plans and parked binds until the gangs' timeouts, then warns the members of a gang another
+# leader has bound whole (seen on the code of issue 12: 12 GPUs held, 5 GangTimedOut warnings).
+# Safety holds (nothing is bound twice: the parked binds never complete). strict: once fixed,
+# this XPASSes and fails, so the marker goes.
+@pytest.mark.xfail(strict=True, reason="a Troupe whose kube-scheduler alone restarted keeps the gang state it "
+                                       "had as leader (docs/high-availability.md)")
+def test_kube_scheduler_alone_restarts_its_troupe_keeps_nothing_for_the_gang_it_parked(ha):
+    """The chart restarts each container on its own: when the leader's kube-scheduler dies (or
+    loses the Lease, which makes it exit) and its Troupe keeps running, that Troupe is a standby
+    from then on and must hold nothing, and must not speak for a gang another leader bound."""
+    cluster, api = ha
+    kubeconfig = os.path.join(HA_DIR, "kubeconfig")
+    for p in list(api.list_pods(NS)):
+        api.delete_pod(NS, p["metadata"]["name"])
+    for pair in (0, 1):
+        cluster.start(pair)  # the pair the first test killed last comes back as a standby
+    lead = cluster.leader()
+    assert lead is not None
+    other = 1 - lead
+    names = [f"g6-{i}" for i in range(6)]
+    timeout_s = 40  # well past a failover, so the new leader binds the gang before it
+
+    def create(which):
+        for n in which:
+            api.create_pod(NS, member(n, "g6", 6, 2, "ha", "g", SCHEDULER, timeout=f"{timeout_s}s"))
+
+    lead_url = cluster.troupe_url(lead)
+    create(names[:5])
+    deadline = time.monotonic() + 30
+    while series_value(troupe_series(lead_url), "troupe_gang_reserved_gpus") < 12:
+        assert time.monotonic() < deadline, f"gang g6 was never planned: {gang_holds(lead_url)}"
+        time.sleep(0.1)
+    time.sleep(1.0)  # its five binds reach the barrier
+    holder = Monitor(api, {}).lease()["spec"]["holderIdentity"]
+    ks_pid = cluster.pids(lead)[0]
+    os.kill(ks_pid, signal.SIGKILL)  # kube-scheduler only; its Troupe keeps running
+    t_kill = time.monotonic()
+    deadline = t_kill + TAKEOVER_MAX_S + 30
+    while cluster.leader() != other:
+        assert time.monotonic() < deadline, "the standby never took the Lease"
+        time.sleep(0.2)
+    took = time.monotonic() - t_kill
+    # As kubelet would: the dead container starts again, now as a standby beside its old Troupe.
+    cluster.script("scheduler-pair.sh", "start", str(lead), timeout=180)
+    create(names[5:])
+    deadline = time.monotonic() + 60
+    while len([p for p in api.list_pods(NS) if p["spec"].get("nodeName")]) < 6:
+        assert time.monotonic() < deadline, f"the new leader did not bind g6: {gang_holds(cluster.troupe_url(other))}"
+        time.sleep(0.2)
+    t_bound = time.monotonic()
+    assert Monitor(api, {}).lease()["spec"]["holderIdentity"] != holder
+    check_gpu_invariant(api.list_pods(), api.list_nodes(), require_annotation_for=SCHEDULER)
+    print(f"\n[measure] kube-scheduler alone killed: pair {other} took over in {took:.1f}s and bound g6 whole")
+
+    # The old leader's Troupe is a standby now: it must hold nothing for g6 (the new leader
+    # bound it) and must not tell g6's members that their gang timed out.
+    problems = []
+    deadline = time.monotonic() + 10
+    while series_value(troupe_series(lead_url), "troupe_gang_reserved_gpus") > 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    held = gang_holds(lead_url)
+    if any(held.values()):
+        problems.append(f"pair {lead}'s Troupe, no longer called by a leader, still holds for g6 "
+                        f"{time.monotonic() - t_bound:.0f}s after the new leader bound it: {held}")
+    time.sleep(max(0.0, t_kill + timeout_s + 5 - time.monotonic()))  # past g6's timeout
+    timed_out = [e for e in api.events(NS) if e.get("reason") == "GangTimedOut"
+                 and e.get("involvedObject", {}).get("name") in names]
+    if timed_out:
+        problems.append(f"g6 is bound whole, yet its members got {len(timed_out)} GangTimedOut warnings "
+                        f"(from pair {lead}'s Troupe): {timed_out[0].get('message')}")
+    assert not problems, "\n".join(problems)
