@@ -45,6 +45,7 @@ from kubehelpers import ROOT, STATE_FILE, read_state
 HA_DIR = os.path.join(ROOT, "build", "e2e-ha")
 SCHEDULER = "troupe-scheduler"
 NS = "ha"
+FLEET = "ha"
 PARTS = {"s": 4, "g": 8}  # s: 32 GPUs for single pods; g: 64 GPUs for gangs of 2-GPU members
 SINGLES = 28
 SINGLE_EVERY_S = 1.2
@@ -52,7 +53,7 @@ LEASE_S, RENEW_S, RETRY_S = 15.0, 10.0, 2.0  # kube-scheduler's and the chart's 
 # A candidate polls the Lease every retryPeriod with jitter factor 1.2 (2 to 4.4 s): it notes
 # the dead leader's last renewal up to one poll late and takes the Lease at the first poll
 # after that note + leaseDuration. So the takeover comes leaseDuration + 0..2 polls after the
-# kill (measured 16.3-19.1 s).
+# kill (measured 16.3-19.7 s).
 TAKEOVER_MAX_S = LEASE_S + 2 * 2.2 * RETRY_S
 SLACK_S = 4.0  # a loaded 2-core CI machine
 BURST_S = 10.0
@@ -264,6 +265,13 @@ def ha():
     api = cluster.up()
     print(f"\n[measure] HA cluster (2 pairs) up in {time.monotonic() - t0:.1f}s")
     try:
+        create_fleet(cluster.state, os.path.join(HA_DIR, "kubeconfig"),
+                     fleet_nodes(FLEET, PARTS, cluster.state["K8S_VERSION"]))
+        api.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+        deadline = time.monotonic() + 30
+        while min(standby_state(cluster.troupe_url(p))["nodes"] for p in (0, 1)) < sum(PARTS.values()):
+            assert time.monotonic() < deadline, "the Troupes do not learn the fleet's nodes"
+            time.sleep(0.2)
         yield cluster, api
     finally:
         if os.environ.get("E2E_KEEP", "0") != "1":
@@ -272,7 +280,6 @@ def ha():
 
 def test_standby_takes_over_twice_every_pod_bound_no_gpu_twice_no_partial_gang(ha):
     cluster, api = ha
-    state = cluster.state
     kubeconfig = os.path.join(HA_DIR, "kubeconfig")
     lead = None
     for _ in range(100):
@@ -283,23 +290,14 @@ def test_standby_takes_over_twice_every_pod_bound_no_gpu_twice_no_partial_gang(h
     assert lead is not None, "no kube-scheduler holds the Lease after cluster-up"
     standby = 1 - lead
 
-    fleet = "ha"
-    create_fleet(state, kubeconfig, fleet_nodes(fleet, PARTS, state["K8S_VERSION"]))
-    api.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    fleet = FLEET
     nodes_total = len(api.list_nodes())
-    deadline = time.monotonic() + 30
-    while min(standby_state(cluster.troupe_url(p))["nodes"] for p in (0, 1)) < sum(PARTS.values()):
-        assert time.monotonic() < deadline, "the Troupes do not learn the fleet's nodes"
-        time.sleep(0.2)
-
     gangs = {"g1": 4, "g2": 8, "g3": 4, "g4": 6, "g5": 6}  # 28 x 2 GPUs of part g's 64
     names = {g: [f"{g}-{i}" for i in range(n)] for g, n in gangs.items()}
-    singles = Singles(api, fleet)
+    singles = Singles(KubeAPI.from_kubeconfig(kubeconfig), fleet)  # each thread its own client
     groups = {"singles": singles.names, **names}
     mon = Monitor(KubeAPI.from_kubeconfig(kubeconfig), groups)
     mon.start()
-    singles_api = KubeAPI.from_kubeconfig(kubeconfig)
-    singles.api = singles_api
     singles.start()
 
     def create_gang(g, which=None):
@@ -433,7 +431,6 @@ def test_kube_scheduler_alone_restarts_its_troupe_keeps_nothing_for_the_gang_it_
     loses the Lease, which makes it exit) and its Troupe keeps running, that Troupe is a standby
     from then on and must hold nothing, and must not speak for a gang another leader bound."""
     cluster, api = ha
-    kubeconfig = os.path.join(HA_DIR, "kubeconfig")
     for p in list(api.list_pods(NS)):
         api.delete_pod(NS, p["metadata"]["name"])
     for pair in (0, 1):
@@ -446,7 +443,7 @@ def test_kube_scheduler_alone_restarts_its_troupe_keeps_nothing_for_the_gang_it_
 
     def create(which):
         for n in which:
-            api.create_pod(NS, member(n, "g6", 6, 2, "ha", "g", SCHEDULER, timeout=f"{timeout_s}s"))
+            api.create_pod(NS, member(n, "g6", 6, 2, FLEET, "g", SCHEDULER, timeout=f"{timeout_s}s"))
 
     lead_url = cluster.troupe_url(lead)
     create(names[:5])
