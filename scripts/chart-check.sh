@@ -73,6 +73,20 @@ grep -q 'path: /healthz' "$WORK/loopback-values.yaml" && fail "loopback metrics 
 if "$HELM" template troupe "$CHART" --set troupe.metricsPort=8888 >/dev/null 2>&1; then
   fail "metricsPort equal to port accepted"
 fi
+# replicaCount > 1 (ci/binpack-values.yaml: 2): a PodDisruptionBudget, a soft anti-affinity, the
+# Lease timings; without leader election the render fails and says why.
+grep -q 'kind: PodDisruptionBudget' "$WORK/binpack-values.yaml" || fail "replicaCount 2 renders no PodDisruptionBudget"
+grep -q 'minAvailable: 1' "$WORK/binpack-values.yaml" || fail "the PodDisruptionBudget is not minAvailable 1"
+grep -q 'kind: PodDisruptionBudget' "$WORK/default.yaml" && fail "replicaCount 1 renders a PodDisruptionBudget"
+grep -q 'podAntiAffinity' "$WORK/binpack-values.yaml" || fail "replicaCount 2 renders no anti-affinity"
+grep -q 'podAntiAffinity' "$WORK/default.yaml" && fail "replicaCount 1 renders an anti-affinity"
+grep -q 'leaseDuration: 15s' "$WORK/default.yaml" || fail "default render: leaseDuration is not 15s"
+grep -q 'leaseDuration: 8s' "$WORK/binpack-values.yaml" || fail "binpack render: leaseDuration 8s not rendered"
+if out=$("$HELM" template troupe "$CHART" --set replicaCount=2 --set kubeScheduler.leaderElection.enabled=false 2>&1); then
+  fail "replicaCount 2 without leader election accepted"
+fi
+grep -q 'kubeScheduler.leaderElection.enabled is false' <<<"$out" \
+  || fail "replicaCount 2 without leader election fails without saying why: $out"
 grep -q 'httpTimeout: 330s' "$WORK/default.yaml" || fail "default httpTimeout is not gangTimeoutSeconds+margin (330s)"
 grep -q 'bindVerb: bind' "$WORK/default.yaml" || fail "default render lacks bindVerb"
 grep -q 'bindVerb: bind' "$WORK/binpack-values.yaml" && fail "kubernetesApi=false still renders bindVerb"
@@ -166,7 +180,7 @@ for bad in troupe.policy.name=best troupe.logLevel=verbose nosuchkey=1 troupe.we
            kubeScheduler.leaderElection.leaseName=kube-scheduler troupe.policy.weights.pack=2 \
            networkPolicy.enabled=yes troupe.serviceAccount.separate=maybe \
            troupe.limits.maxConnections=0 troupe.limits.headerTimeout=5 troupe.tls.enable=true \
-           troupe.maxBodyBytes=4294967296; do
+           troupe.maxBodyBytes=4294967296 kubeScheduler.leaderElection.leaseDuration=15 replicaCount=0; do
   if "$HELM" template troupe "$CHART" --set "$bad" >/dev/null 2>&1; then fail "schema accepted --set $bad"; fi
 done
 

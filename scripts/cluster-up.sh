@@ -2,7 +2,8 @@
 # Start a real local control plane for e2e tests: etcd (data on /dev/shm),
 # kube-apiserver (TLS on 127.0.0.1, static token, RBAC), fake GPU nodes,
 # Troupe (if built) and kube-scheduler as "troupe-scheduler" with Troupe as
-# its extender. All ports are picked free at start. No-op if already up.
+# its extender (TROUPE_REPLICAS=2: two such pairs, one leader). All ports are
+# picked free at start. No-op if already up.
 #
 # Env:
 #   NODES=N                generate N mixed nodes instead of tests/e2e/nodes.yaml's fleet
@@ -31,6 +32,14 @@
 #                          (enableHTTPS, tlsConfig); openssl makes the certificates in
 #                          build/e2e/troupe-tls/. Kept in state.env like TROUPE_MODE.
 #   TROUPE_SCHEDULER_NAME  scheduler profile name (default troupe-scheduler)
+#   TROUPE_REPLICAS=N      N scheduler pairs (kube-scheduler + its own Troupe), as the Helm chart's
+#                          replicaCount: leader election on, one Lease (kube-system/troupe-scheduler),
+#                          only the leader's kube-scheduler schedules; the others are warm standbys.
+#                          Default 1: one pair, leader election off. Kept in state.env.
+#   TROUPE_LEASE_DURATION, TROUPE_RENEW_DEADLINE, TROUPE_RETRY_PERIOD   the Lease timings with
+#                          TROUPE_REPLICAS > 1 (default 15s, 10s, 2s: kube-scheduler's and the
+#                          chart's defaults). A SIGKILLed leader is replaced within about
+#                          leaseDuration + retryPeriod.
 #   NODE_CREATE_PARALLEL   max concurrent kubectl create processes for nodes (default 2)
 #   KEEP_ON_FAILURE=1      leave processes running if startup fails (for debugging)
 # State, kubeconfig and logs: build/e2e/ (see scripts/lib-e2e.sh).
@@ -46,17 +55,33 @@ usage_hint() {
 
 Cluster is up: Kubernetes $K8S_VERSION, $n fake GPU nodes, scheduler "${TROUPE_SCHEDULER_NAME:-troupe-scheduler}".
   apiserver  https://127.0.0.1:$APISERVER_PORT     (logs: build/e2e/logs/)
-  troupe     $(e2e_troupe_url)  $(e2e_troupe_ok && echo "(running, pid $(e2e_pid troupe))" || echo "(NOT running)")
+  troupe     $(e2e_troupe_url)  $(e2e_troupe_ok && echo "(running, pid $(e2e_pid troupe))" || echo "(NOT running)")$(pairs_hint)
 Use it with:
   export KUBECONFIG=$E2E_KUBECONFIG; $KUBECTL get nodes
-Restart only Troupe: scripts/troupe-restart.sh [restart|stop|start|status]
+Restart only Troupe: scripts/troupe-restart.sh [restart|stop|start|status] [PAIR]
+Scheduler pairs:     scripts/scheduler-pair.sh [status|leader|kill|stop|start] [PAIR]
 Tear down:           scripts/cluster-down.sh
 MSG
+}
+
+# With more than one pair: which one leads and where the others are.
+pairs_hint() {
+  local i
+  [ "$(e2e_replicas)" -gt 1 ] || return 0
+  for i in $(seq 1 $(( $(e2e_replicas) - 1 ))); do
+    printf '\n  troupe-%s   http://127.0.0.1:%s  %s' "$i" "$(e2e_pair_var TROUPE_PORT "$i")" \
+      "$(e2e_troupe_ok "$i" && echo "(running, pid $(e2e_pid "troupe-$i"))" || echo "(NOT running)")"
+  done
+  printf '\n  leader     pair %s of %s (Lease kube-system/%s)' "$(e2e_leader || echo none)" "$(e2e_replicas)" "${TROUPE_LEASE_NAME:-}"
 }
 
 # ---- already up? -------------------------------------------------------------
 requested_mode="${TROUPE_MODE:-}"
 requested_tls="${TROUPE_TLS:-}"
+requested_replicas="${TROUPE_REPLICAS:-}"
+case "${requested_replicas:-1}" in
+  '' | *[!0-9]* | 0) e2e_die "TROUPE_REPLICAS='$requested_replicas' must be a number >= 1" ;;
+esac
 if e2e_load_state; then
   if e2e_etcd_ok && e2e_apiserver_ok && e2e_scheduler_ok; then
     e2e_log "cluster already up and healthy"
@@ -69,7 +94,10 @@ if e2e_load_state; then
     if [ -n "$requested_tls" ] && [ "$requested_tls" != "${TROUPE_TLS:-0}" ]; then
       e2e_warn "running cluster was created with TROUPE_TLS='${TROUPE_TLS:-0}' (requested '$requested_tls'); run cluster-down first to change it"
     fi
-    troupe_start
+    if [ -n "$requested_replicas" ] && [ "$requested_replicas" != "$(e2e_replicas)" ]; then
+      e2e_warn "running cluster was created with TROUPE_REPLICAS='$(e2e_replicas)' (requested '$requested_replicas'); run cluster-down first to change it"
+    fi
+    for i in $(e2e_pairs); do troupe_start "$i"; done
     usage_hint
     exit 0
   fi
@@ -105,11 +133,31 @@ trap cleanup_on_failure EXIT
 # ---- fresh state ------------------------------------------------------------
 rm -rf "$E2E_LOGS" "$E2E_PIDS" "$E2E_DIR/pki" "$E2E_DIR/nodes" "$E2E_RECORD" "$E2E_TROUPE_KUBECONFIG" "$E2E_TROUPE_TLS"
 mkdir -p "$E2E_LOGS" "$E2E_PIDS" "$E2E_DIR/pki"
-read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT free_troupe_port free_metrics_port \
-  <<< "$(e2e_free_ports 6)"
+TROUPE_REPLICAS="${requested_replicas:-1}"   # not a stale state.env's
+read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT free_troupe_port free_metrics_port extra_ports \
+  <<< "$(e2e_free_ports $(( 6 + 3 * (TROUPE_REPLICAS - 1) )))"
 TROUPE_PORT="${TROUPE_PORT:-$free_troupe_port}"
 TROUPE_METRICS_PORT="${TROUPE_METRICS_PORT:-$free_metrics_port}"   # /healthz /readyz /metrics only
 TROUPE_SCHEDULER_NAME="${TROUPE_SCHEDULER_NAME:-troupe-scheduler}"
+# Pairs 1..N-1: their own kube-scheduler, Troupe and metrics ports (SCHEDULER_PORT_1, ...).
+pair_state=""
+read -r -a extra <<< "${extra_ports:-}"
+for ((i = 1; i < TROUPE_REPLICAS; i++)); do
+  printf -v "SCHEDULER_PORT_$i" '%s' "${extra[$(( 3 * (i - 1) ))]}"
+  printf -v "TROUPE_PORT_$i" '%s' "${extra[$(( 3 * (i - 1) + 1 ))]}"
+  printf -v "TROUPE_METRICS_PORT_$i" '%s' "${extra[$(( 3 * (i - 1) + 2 ))]}"
+  pair_state+="SCHEDULER_PORT_$i=$(e2e_pair_var SCHEDULER_PORT "$i")"$'\n'
+  pair_state+="TROUPE_PORT_$i=$(e2e_pair_var TROUPE_PORT "$i")"$'\n'
+  pair_state+="TROUPE_METRICS_PORT_$i=$(e2e_pair_var TROUPE_METRICS_PORT "$i")"$'\n'
+done
+# Leader election only with more than one pair (one pair: exactly as before, leaderElect false).
+TROUPE_LEASE_NAME=""
+if [ "$TROUPE_REPLICAS" -gt 1 ]; then
+  TROUPE_LEASE_NAME="$TROUPE_SCHEDULER_NAME"
+  TROUPE_LEASE_DURATION="${TROUPE_LEASE_DURATION:-15s}"
+  TROUPE_RENEW_DEADLINE="${TROUPE_RENEW_DEADLINE:-10s}"
+  TROUPE_RETRY_PERIOD="${TROUPE_RETRY_PERIOD:-2s}"
+fi
 TROUPE_MODE="${requested_mode:-standalone}"   # not a stale state.env's
 TROUPE_TLS="${requested_tls:-0}"
 case "$TROUPE_TLS" in 0|1) ;; *) e2e_die "TROUPE_TLS='$TROUPE_TLS' must be 0 or 1" ;; esac
@@ -139,8 +187,14 @@ TROUPE_SCHEDULER_NAME=$TROUPE_SCHEDULER_NAME
 E2E_NODES=${NODES:-}
 TROUPE_MODE=$TROUPE_MODE
 TROUPE_TLS=$TROUPE_TLS
+TROUPE_REPLICAS=$TROUPE_REPLICAS
+TROUPE_LEASE_NAME=$TROUPE_LEASE_NAME
 STATE
+printf '%s' "$pair_state" >> "$E2E_STATE"
 e2e_log "ports: etcd $ETCD_PORT/$ETCD_PEER_PORT apiserver $APISERVER_PORT scheduler $SCHEDULER_PORT troupe $TROUPE_PORT (metrics $TROUPE_METRICS_PORT); etcd data $ETCD_DIR"
+for ((i = 1; i < TROUPE_REPLICAS; i++)); do
+  e2e_log "pair $i ports: scheduler $(e2e_pair_var SCHEDULER_PORT "$i") troupe $(e2e_pair_var TROUPE_PORT "$i") (metrics $(e2e_pair_var TROUPE_METRICS_PORT "$i"))"
+done
 
 # ---- etcd --------------------------------------------------------------------
 etcd_client="http://127.0.0.1:$ETCD_PORT"
@@ -214,23 +268,31 @@ python3 "$E2E_ROOT/tests/e2e/make_nodes.py" "${gen_args[@]}" --out-dir "$E2E_DIR
   --parallel "${NODE_CREATE_PARALLEL:-2}"
 e2e_log "nodes created"
 
-# ---- Troupe (optional) ---------------------------------------------------------
-troupe_start
-
-# ---- kube-scheduler ------------------------------------------------------------
+# ---- Troupe (optional) and kube-scheduler, pair by pair ------------------------------
+# Each kube-scheduler calls its own Troupe. Pair 0 starts first, so it normally takes the Lease.
 tls_env=(TROUPE_SCHEME=http TROUPE_ENABLE_HTTPS= TROUPE_TLS_DIR=)
 [ "$TROUPE_TLS" = 1 ] && tls_env=(TROUPE_SCHEME=https TROUPE_ENABLE_HTTPS=true TROUPE_TLS_DIR="$E2E_TROUPE_TLS")
-E2E_KUBECONFIG="$E2E_KUBECONFIG" TROUPE_PORT="$TROUPE_PORT" TROUPE_SCHEDULER_NAME="$TROUPE_SCHEDULER_NAME" \
-  env "${tls_env[@]}" python3 "$E2E_ROOT/tests/e2e/render_template.py" \
-  "${SCHEDULER_TEMPLATE:-$E2E_ROOT/tests/e2e/scheduler-config.tmpl.yaml}" "$E2E_DIR/scheduler-config.yaml"
-e2e_start kube-scheduler "$K8S_BIN/kube-scheduler" \
-  --config="$E2E_DIR/scheduler-config.yaml" \
-  --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" \
-  --authentication-kubeconfig="$E2E_KUBECONFIG" --authorization-kubeconfig="$E2E_KUBECONFIG" \
-  --v=2
-e2e_wait_http kube-scheduler "https://127.0.0.1:$SCHEDULER_PORT/healthz" 60 -k ||
-  e2e_die "kube-scheduler did not become healthy"
-e2e_log "kube-scheduler healthy (pid $(e2e_pid kube-scheduler)); cluster ready in $(e2e_elapsed) s"
+leader_elect=false
+[ "$TROUPE_REPLICAS" -gt 1 ] && leader_elect=true
+for i in $(e2e_pairs); do
+  troupe_start "$i"
+  E2E_KUBECONFIG="$E2E_KUBECONFIG" TROUPE_PORT="$(e2e_pair_var TROUPE_PORT "$i")" \
+    TROUPE_SCHEDULER_NAME="$TROUPE_SCHEDULER_NAME" TROUPE_LEADER_ELECT="$leader_elect" \
+    TROUPE_LEASE_NAME="$TROUPE_LEASE_NAME" TROUPE_LEASE_DURATION="${TROUPE_LEASE_DURATION:-}" \
+    TROUPE_RENEW_DEADLINE="${TROUPE_RENEW_DEADLINE:-}" TROUPE_RETRY_PERIOD="${TROUPE_RETRY_PERIOD:-}" \
+    env "${tls_env[@]}" python3 "$E2E_ROOT/tests/e2e/render_template.py" \
+    "${SCHEDULER_TEMPLATE:-$E2E_ROOT/tests/e2e/scheduler-config.tmpl.yaml}" \
+    "$E2E_DIR/scheduler-config$(e2e_sfx "$i").yaml"
+  if [ "$leader_elect" = true ] && ! grep -q '^  leaderElect: true' "$E2E_DIR/scheduler-config$(e2e_sfx "$i").yaml"; then
+    e2e_die "TROUPE_REPLICAS=$TROUPE_REPLICAS needs leader election, but the scheduler template does not set leaderElect: \${TROUPE_LEADER_ELECT}"
+  fi
+  scheduler_start "$i"
+done
+if [ "$TROUPE_REPLICAS" -gt 1 ]; then
+  for _ in $(seq 100); do e2e_leader >/dev/null && break; sleep 0.2; done
+  e2e_log "leader: pair $(e2e_leader || echo "none yet") of $TROUPE_REPLICAS (Lease kube-system/$TROUPE_LEASE_NAME)"
+fi
+e2e_log "cluster ready in $(e2e_elapsed) s"
 
 ok=1
 usage_hint

@@ -5,7 +5,7 @@
 # Layout (all under build/e2e/):
 #   state.env          ports, etcd data dir, node count (sourced by the scripts)
 #   pids/<name>.pid    "<pid> <executable>" per started process
-#   logs/<name>.log    etcd, kube-apiserver, kube-scheduler, troupe
+#   logs/<name>.log    etcd, kube-apiserver, kube-scheduler, troupe (and kube-scheduler-1, troupe-1, ...)
 #   record/<start>/    request bodies Troupe recorded (--record-dir), one dir per Troupe start
 #   kubeconfig         admin kubeconfig (static token, CA-verified TLS)
 #   troupe-kubeconfig  TROUPE_MODE=kube: Troupe's own, a token of the ServiceAccount
@@ -14,6 +14,12 @@
 #                      admin instead)
 #   troupe-tls/        with TROUPE_TLS=1: ca.crt, Troupe's server.crt/.key, kube-scheduler's client.crt/.key
 #   pki/ tokens.csv sa.key scheduler-config.yaml nodes.json cluster.yaml
+#
+# Scheduler pairs (TROUPE_REPLICAS, kept in state.env; default 1): pair 0 is "kube-scheduler" +
+# "troupe" on SCHEDULER_PORT, TROUPE_PORT and TROUPE_METRICS_PORT with scheduler-config.yaml;
+# pair i > 0 is "kube-scheduler-i" + "troupe-i" on SCHEDULER_PORT_i, TROUPE_PORT_i and
+# TROUPE_METRICS_PORT_i with scheduler-config-i.yaml. Each kube-scheduler calls its own Troupe;
+# with more than one pair they elect a leader through one Lease (kube-system/$TROUPE_LEASE_NAME).
 
 E2E_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # TROUPE_E2E_DIR: another state directory, for a second cluster beside the default one.
@@ -77,7 +83,14 @@ e2e_start() {
   echo "===== $(date -u +%FT%TZ) start: $exe $*" >> "$E2E_LOGS/$name.log"
   # setsid: survives the calling shell/CI step; no fork, so $! is EXE's pid.
   setsid "$exe" "$@" >> "$E2E_LOGS/$name.log" 2>&1 < /dev/null &
-  echo "$! $exe" > "$E2E_PIDS/$name.pid"
+  local pid=$! i cur
+  echo "$pid $exe" > "$E2E_PIDS/$name.pid"
+  # Until setsid has exec'ed EXE, /proc/PID/exe is setsid and e2e_pid would call it gone.
+  for ((i = 0; i < 50; i++)); do
+    cur="$(readlink "/proc/$pid/exe" 2>/dev/null)" || break
+    [ "${cur% (deleted)}" = "$exe" ] && break
+    sleep 0.02
+  done
 }
 
 # _e2e_zombie PID: true if PID has exited but is not reaped yet.
@@ -138,18 +151,36 @@ e2e_wait_http() {
   done
 }
 
+# ---- scheduler pairs ----------------------------------------------------------------------
+e2e_replicas() { echo "${TROUPE_REPLICAS:-1}"; }
+e2e_pairs() { seq 0 $(( $(e2e_replicas) - 1 )); }
+# e2e_sfx PAIR: "" for pair 0, "-PAIR" otherwise (process, log and config names).
+e2e_sfx() { [ "${1:-0}" = 0 ] || echo "-$1"; }
+# e2e_pair_var NAME PAIR: $NAME for pair 0, $NAME_PAIR otherwise ("" when unset).
+e2e_pair_var() {
+  local n="$1"
+  [ "${2:-0}" = 0 ] || n="${n}_$2"
+  echo "${!n:-}"
+}
+# e2e_check_pair PAIR: fail unless PAIR is a pair of this cluster.
+e2e_check_pair() {
+  case "${1:-}" in '' | *[!0-9]*) e2e_die "pair '${1:-}' must be a number (0..$(( $(e2e_replicas) - 1 )))" ;; esac
+  [ "$1" -lt "$(e2e_replicas)" ] || e2e_die "pair $1: the cluster has $(e2e_replicas) scheduler pair(s) (TROUPE_REPLICAS)"
+}
+
 # Health checks of a running cluster (state must be loaded).
 e2e_etcd_ok() { e2e_pid etcd >/dev/null && curl -fsS --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" >/dev/null 2>&1; }
 e2e_apiserver_ok() {
   e2e_pid kube-apiserver >/dev/null &&
     curl -fsS --max-time 3 --cacert "$E2E_DIR/pki/apiserver.crt" "https://127.0.0.1:$APISERVER_PORT/readyz" >/dev/null 2>&1
 }
-e2e_scheduler_ok() { e2e_pid kube-scheduler >/dev/null && curl -fsSk --max-time 2 "https://127.0.0.1:$SCHEDULER_PORT/healthz" >/dev/null 2>&1; }
-e2e_troupe_ok() { e2e_pid troupe >/dev/null && curl -fsS --max-time 2 $(e2e_troupe_curl_args) "$(e2e_troupe_url)/healthz" >/dev/null 2>&1; }
-
-# Troupe's extender address: https:// with TROUPE_TLS=1 (kept in state.env), else http://.
+# e2e_troupe_url [PAIR]: that pair's extender address (default pair 0): https:// with
+# TROUPE_TLS=1 (kept in state.env), else http://.
 e2e_troupe_url() {
-  if [ "${TROUPE_TLS:-0}" = 1 ]; then echo "https://127.0.0.1:$TROUPE_PORT"; else echo "http://127.0.0.1:$TROUPE_PORT"; fi
+  local port scheme=http
+  port="$(e2e_pair_var TROUPE_PORT "${1:-0}")"
+  [ "${TROUPE_TLS:-0}" = 1 ] && scheme=https
+  echo "$scheme://127.0.0.1:$port"
 }
 # curl arguments to reach the extender port: with TLS, kube-scheduler's client certificate.
 e2e_troupe_curl_args() {
@@ -227,16 +258,88 @@ KC
   )
 }
 
-# troupe_start: start Troupe on $TROUPE_PORT if $TROUPE_BIN is executable;
-# otherwise warn and return 0 (the control plane is still usable).
-# Extra arguments come from $TROUPE_ARGS (word-split).
-troupe_start() {
-  [ -n "${TROUPE_PORT:-}" ] || e2e_die "TROUPE_PORT unknown: is the cluster up? (scripts/cluster-up.sh)"
-  if e2e_troupe_ok; then
-    e2e_log "troupe already running (pid $(e2e_pid troupe)) on 127.0.0.1:$TROUPE_PORT"
+# e2e_scheduler_pair_ok PAIR: that pair's kube-scheduler answers /healthz (a standby does too).
+e2e_scheduler_pair_ok() {
+  local port
+  port="$(e2e_pair_var SCHEDULER_PORT "$1")"
+  [ -n "$port" ] && e2e_pid "kube-scheduler$(e2e_sfx "$1")" >/dev/null &&
+    curl -fsSk --max-time 2 "https://127.0.0.1:$port/healthz" >/dev/null 2>&1
+}
+# e2e_scheduler_ok: every pair's kube-scheduler is healthy.
+e2e_scheduler_ok() {
+  local i
+  for i in $(e2e_pairs); do e2e_scheduler_pair_ok "$i" || return 1; done
+}
+# e2e_troupe_ok [PAIR]: that pair's Troupe (default pair 0) answers /healthz.
+e2e_troupe_ok() {
+  local port
+  port="$(e2e_pair_var TROUPE_PORT "${1:-0}")"
+  [ -n "$port" ] && e2e_pid "troupe$(e2e_sfx "${1:-0}")" >/dev/null &&
+    # shellcheck disable=SC2046
+    curl -fsS --max-time 2 $(e2e_troupe_curl_args) "$(e2e_troupe_url "${1:-0}")/healthz" >/dev/null 2>&1
+}
+
+# e2e_leader: print the pair whose kube-scheduler holds the Lease now (its
+# leader_election_master_status metric is 1); fail if none does. With one pair and leader
+# election off, pair 0 always leads.
+e2e_leader() {
+  local i port token metrics
+  if [ "$(e2e_replicas)" = 1 ]; then
+    e2e_scheduler_pair_ok 0 && echo 0
+    return
+  fi
+  token="$(cut -d, -f1 "$E2E_DIR/tokens.csv")"
+  for i in $(e2e_pairs); do
+    port="$(e2e_pair_var SCHEDULER_PORT "$i")"
+    e2e_pid "kube-scheduler$(e2e_sfx "$i")" >/dev/null || continue
+    # Read it whole first: grep -q would end the pipe early (SIGPIPE fails it under pipefail).
+    metrics="$(curl -fsSk --max-time 2 -H "Authorization: Bearer $token" "https://127.0.0.1:$port/metrics" 2>/dev/null)" ||
+      continue
+    if grep -Eq '^leader_election_master_status\{[^}]*\} 1$' <<<"$metrics"; then
+      echo "$i"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# scheduler_start [PAIR]: start that pair's kube-scheduler with its rendered
+# scheduler-config[-PAIR].yaml (cluster-up renders it) and wait for /healthz.
+scheduler_start() {
+  local i="${1:-0}" name port config
+  name="kube-scheduler$(e2e_sfx "$i")"
+  port="$(e2e_pair_var SCHEDULER_PORT "$i")"
+  config="$E2E_DIR/scheduler-config$(e2e_sfx "$i").yaml"
+  [ -n "$port" ] || e2e_die "SCHEDULER_PORT of pair $i unknown: is the cluster up? (scripts/cluster-up.sh)"
+  [ -f "$config" ] || e2e_die "no $config: is the cluster up? (scripts/cluster-up.sh)"
+  if e2e_scheduler_pair_ok "$i"; then
+    e2e_log "$name already running (pid $(e2e_pid "$name"))"
     return 0
   fi
-  e2e_stop -t 5 troupe   # a live but unhealthy leftover
+  e2e_stop -t 5 "$name"   # a live but unhealthy leftover
+  e2e_start "$name" "$K8S_BIN/kube-scheduler" \
+    --config="$config" \
+    --bind-address=127.0.0.1 --secure-port="$port" \
+    --authentication-kubeconfig="$E2E_KUBECONFIG" --authorization-kubeconfig="$E2E_KUBECONFIG" \
+    --v=2
+  e2e_wait_http "$name" "https://127.0.0.1:$port/healthz" 60 -k || e2e_die "$name did not become healthy"
+  e2e_log "$name healthy (pid $(e2e_pid "$name"))"
+}
+
+# troupe_start [PAIR]: start that pair's Troupe (default pair 0) on its port if $TROUPE_BIN is
+# executable; otherwise warn and return 0 (the control plane is still usable).
+# Extra arguments come from $TROUPE_ARGS (word-split).
+troupe_start() {
+  local i="${1:-0}" name port metrics_port
+  name="troupe$(e2e_sfx "$i")"
+  port="$(e2e_pair_var TROUPE_PORT "$i")"
+  metrics_port="$(e2e_pair_var TROUPE_METRICS_PORT "$i")"
+  [ -n "$port" ] || e2e_die "TROUPE_PORT of pair $i unknown: is the cluster up? (scripts/cluster-up.sh)"
+  if e2e_troupe_ok "$i"; then
+    e2e_log "$name already running (pid $(e2e_pid "$name")) on 127.0.0.1:$port"
+    return 0
+  fi
+  e2e_stop -t 5 "$name"   # a live but unhealthy leftover
   if [ ! -x "$TROUPE_BIN" ] || [ -d "$TROUPE_BIN" ]; then
     e2e_warn "$TROUPE_BIN is not an executable; NOT starting Troupe (GPU pods will fail the extender call). Build it or set TROUPE_BIN."
     return 0
@@ -266,7 +369,7 @@ troupe_start() {
   fi
   # Probes and Prometheus on their own port, as the Helm chart runs it (older state.env: none).
   local metrics=()
-  [ -n "${TROUPE_METRICS_PORT:-}" ] && metrics=(--metrics-listen "127.0.0.1:$TROUPE_METRICS_PORT")
+  [ -n "$metrics_port" ] && metrics=(--metrics-listen "127.0.0.1:$metrics_port")
   # TROUPE_TLS=1 (kept in state.env): the verbs over HTTPS, kube-scheduler's client certificate
   # required, as the chart runs it with troupe.tls.enabled.
   local tls=()
@@ -278,12 +381,13 @@ troupe_start() {
   # Filter narrowed to Troupe's best node, as the chart ships it (README: Live replay);
   # TROUPE_NARROW_TO=all for scores only. A --narrow-to in TROUPE_ARGS comes later and wins.
   # shellcheck disable=SC2086
-  e2e_start troupe "$TROUPE_BIN" serve --listen "127.0.0.1:$TROUPE_PORT" "${metrics[@]}" \
+  e2e_start "$name" "$TROUPE_BIN" serve --listen "127.0.0.1:$port" "${metrics[@]}" \
     "${source[@]}" "${record[@]}" "${tls[@]}" --narrow-to "${TROUPE_NARROW_TO:-best}" ${TROUPE_ARGS:-}
   # shellcheck disable=SC2046
-  e2e_wait_http troupe "$(e2e_troupe_url)$ready_path" "${TROUPE_WAIT_S:-30}" $(e2e_troupe_curl_args) ||
-    e2e_die "troupe did not become healthy"
-  e2e_log "troupe healthy (pid $(e2e_pid troupe)) on $(e2e_troupe_url)"
+  e2e_wait_http "$name" "$(e2e_troupe_url "$i")$ready_path" "${TROUPE_WAIT_S:-30}" $(e2e_troupe_curl_args) ||
+    e2e_die "$name did not become healthy"
+  e2e_log "$name healthy (pid $(e2e_pid "$name")) on $(e2e_troupe_url "$i")"
 }
 
-troupe_stop() { e2e_stop -t "${TROUPE_STOP_TIMEOUT_S:-10}" troupe; }
+# troupe_stop [PAIR]: stop that pair's Troupe (default pair 0).
+troupe_stop() { e2e_stop -t "${TROUPE_STOP_TIMEOUT_S:-10}" "troupe$(e2e_sfx "${1:-0}")"; }

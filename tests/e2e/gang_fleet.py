@@ -123,3 +123,72 @@ def wait_troupe_nodes(url, at_least, timeout=30):
         if time.monotonic() > deadline:
             raise TimeoutError(f"Troupe knows fewer than {at_least} nodes after {timeout}s")
         time.sleep(0.1)
+
+
+def troupe_series(url):
+    """{(metric name, frozenset of (label, value))}: value} from Troupe's /metrics, one entry per
+    series (troupe_metrics sums over labels)."""
+    with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r'^(\w+)(?:\{([^}]*)\})?\s+(\S+)$', line)
+        if m and not line.startswith("#"):
+            labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+            out[(m.group(1), labels)] = float(m.group(3))
+    return out
+
+
+def series_value(series, name, **labels):
+    """Sum of the series of `name` whose labels include `labels` (0 when there is none)."""
+    want = set(labels.items())
+    return sum(v for (n, ls), v in series.items() if n == name and want <= set(ls))
+
+
+# What Troupe keeps for gangs; all zero once no gang pod exists (and no gang waits or holds).
+GANG_HOLDS = (("troupe_gang_reserved_gpus", {}), ("troupe_gangs", {"state": "waiting"}),
+              ("troupe_gangs", {"state": "planned"}), ("troupe_gang_draining_nodes", {}))
+
+
+def gang_holds(url):
+    """{'troupe_gang_reserved_gpus': v, 'troupe_gangs{state="waiting"}': v, ...} now."""
+    s = troupe_series(url)
+    out = {}
+    for name, labels in GANG_HOLDS:
+        key = name + ("{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" if labels else "")
+        out[key] = series_value(s, name, **labels)
+    return out
+
+
+def gang_pods(api):
+    """Pods of any gang (troupe.dev/gang or a PodGroup label) in any namespace that are not
+    finished: ["ns/name", ...]."""
+    out = []
+    for p in api.list_pods():
+        meta = p["metadata"]
+        if (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        if "troupe.dev/gang" in (meta.get("annotations") or {}) or \
+                "scheduling.x-k8s.io/pod-group" in (meta.get("labels") or {}):
+            out.append(f'{meta["namespace"]}/{meta["name"]}')
+    return out
+
+
+def wait_no_gang_holds(url, api=None, timeout=15):
+    """Troupe must hold nothing for gangs (every GANG_HOLDS series 0) once no gang waits or
+    holds; with api, also once no gang pod exists anywhere (which it then requires first).
+    Waits up to timeout; returns the seconds it took; raises AssertionError with the values."""
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    while True:
+        left = gang_pods(api) if api is not None else []
+        holds = gang_holds(url)
+        if not left and not any(holds.values()):
+            return time.monotonic() - t0
+        if time.monotonic() > deadline:
+            if left:
+                raise AssertionError(f"gang pods still exist after {timeout}s: {left[:6]}")
+            what = "no gang pod exists, yet" if api is not None else "nothing waits or is planned, yet"
+            raise AssertionError(f"{what} {timeout}s later Troupe still holds for gangs: "
+                                 + ", ".join(f"{k} {v:g}" for k, v in holds.items()))
+        time.sleep(0.2)
