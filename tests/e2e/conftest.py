@@ -77,6 +77,19 @@ def troupe_url(e2e_state):
 
 
 @pytest.fixture(scope="session")
+def verbs(e2e_state):
+    """(url, ssl context or None) of Troupe's extender verbs, as kube-scheduler calls them: with
+    TROUPE_TLS=1 over HTTPS with kube-scheduler's client certificate."""
+    if e2e_state.get("TROUPE_TLS") == "1":
+        import ssl
+        tls = os.path.join(E2E_DIR, "troupe-tls")
+        ctx = ssl.create_default_context(cafile=os.path.join(tls, "ca.crt"))
+        ctx.load_cert_chain(os.path.join(tls, "client.crt"), os.path.join(tls, "client.key"))
+        return f"https://127.0.0.1:{e2e_state['TROUPE_PORT']}", ctx
+    return f"http://127.0.0.1:{e2e_state['TROUPE_PORT']}", None
+
+
+@pytest.fixture(scope="session")
 def kube(e2e_state):
     return Kube(os.path.join(e2e_state["K8S_BIN"], "kubectl"), KUBECONFIG)
 

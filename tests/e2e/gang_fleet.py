@@ -40,6 +40,18 @@ def fleet_nodes(fleet, parts, k8s_version, node_type="h100"):
     return nodes
 
 
+def module_fleet(state, kubeconfig, troupe_url, parts):
+    """The body of a test module's fleet fixture: a fresh fleet of `parts`, waited for until Troupe
+    knows its nodes, deleted afterwards. Use with `yield from`."""
+    import uuid
+    fleet_id = uuid.uuid4().hex[:6]
+    before = troupe_metrics(troupe_url).get("troupe_nodes", 0)
+    create_fleet(state, kubeconfig, fleet_nodes(fleet_id, parts, state["K8S_VERSION"]))
+    wait_troupe_nodes(troupe_url, before + sum(parts.values()))
+    yield fleet_id
+    delete_fleet(state, kubeconfig, fleet_id)
+
+
 def kubectl(state, kubeconfig, *args, input=None, check=True, timeout=120):
     exe = os.path.join(state["K8S_BIN"], "kubectl")
     env = dict(os.environ, KUBECACHEDIR=os.path.join(os.path.dirname(kubeconfig), "kube-cache"))

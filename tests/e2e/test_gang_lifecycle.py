@@ -14,12 +14,10 @@ httpTimeout of 330s (tests/e2e/scheduler-config.tmpl.yaml), which a bind waiting
 barrier must not outlast.
 """
 import time
-import uuid
 
 import pytest
 
-from gang_fleet import (bound, create_fleet, delete_fleet, fleet_nodes, gang_holds, member, troupe_metrics,
-                        wait_no_gang_holds, wait_troupe_nodes)
+from gang_fleet import bound, gang_holds, member, module_fleet, troupe_metrics, wait_no_gang_holds
 from gpu_invariant import check_gpu_invariant
 from kubehelpers import KUBECONFIG
 from test_gangs import assert_all_or_nothing, create_all, wait_event, watch
@@ -39,12 +37,7 @@ def kube_mode(e2e_state):
 
 @pytest.fixture(scope="module")
 def fleet(kube_mode, troupe_url):
-    fleet_id = uuid.uuid4().hex[:6]
-    before = troupe_metrics(troupe_url).get("troupe_nodes", 0)
-    create_fleet(kube_mode, KUBECONFIG, fleet_nodes(fleet_id, PARTS, kube_mode["K8S_VERSION"]))
-    wait_troupe_nodes(troupe_url, before + sum(PARTS.values()))
-    yield fleet_id
-    delete_fleet(kube_mode, KUBECONFIG, fleet_id)
+    yield from module_fleet(kube_mode, KUBECONFIG, troupe_url, PARTS)
 
 
 def settled(api, troupe_url):

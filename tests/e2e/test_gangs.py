@@ -19,12 +19,10 @@ import json
 import os
 import signal
 import time
-import uuid
 
 import pytest
 
-from gang_fleet import (FLEET_LABEL, NOWHERE, PART_LABEL, bound, create_fleet, delete_fleet, fleet_nodes, kubectl,
-                        member, pod, troupe_metrics, wait_troupe_nodes)
+from gang_fleet import FLEET_LABEL, NOWHERE, PART_LABEL, bound, kubectl, member, module_fleet, pod, troupe_metrics
 from gpu_invariant import check_gpu_invariant
 from kubehelpers import E2E_DIR, KUBECONFIG
 
@@ -42,12 +40,7 @@ def kube_mode(e2e_state):
 
 @pytest.fixture(scope="module")
 def fleet(kube_mode, troupe_url):
-    fleet_id = uuid.uuid4().hex[:6]
-    before = troupe_metrics(troupe_url).get("troupe_nodes", 0)
-    create_fleet(kube_mode, KUBECONFIG, fleet_nodes(fleet_id, PARTS, kube_mode["K8S_VERSION"]))
-    wait_troupe_nodes(troupe_url, before + sum(PARTS.values()))
-    yield fleet_id
-    delete_fleet(kube_mode, KUBECONFIG, fleet_id)
+    yield from module_fleet(kube_mode, KUBECONFIG, troupe_url, PARTS)
 
 
 def create_all(api, namespace, manifests):

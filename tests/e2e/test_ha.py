@@ -20,7 +20,8 @@ failover, and the leader holds nothing for gangs. The failover times are printed
 and written to build/e2e-ha/failover.json.
 
 A second test restarts only the leader's kube-scheduler while its Troupe keeps running with a
-gang parked at its barrier (xfail: that Troupe keeps the gang's plan; docs/high-availability.md).
+gang parked at its barrier: once the new leader binds that gang, the old Troupe holds nothing
+for it and warns nobody (docs/high-availability.md).
 
 Runs once, in the Kubernetes-mode pass of the suite (it starts its own cluster, like
 test_trace_replay.py); TROUPE_E2E_HA=0 skips it.
@@ -66,7 +67,10 @@ class HACluster:
         self.env = dict(os.environ, TROUPE_E2E_DIR=HA_DIR, TROUPE_MODE="kube", TROUPE_REPLICAS="2",
                         TROUPE_RECORD="0", TROUPE_SCHEDULER_NAME=SCHEDULER,
                         TROUPE_LEASE_DURATION=f"{LEASE_S:g}s", TROUPE_RENEW_DEADLINE=f"{RENEW_S:g}s",
-                        TROUPE_RETRY_PERIOD=f"{RETRY_S:g}s")
+                        TROUPE_RETRY_PERIOD=f"{RETRY_S:g}s",
+                        # Plain HTTP between each pair (HTTPS is test_tls.py's): the test reads
+                        # every Troupe's /metrics on its extender port.
+                        TROUPE_TLS="0")
         for k in ("NODES", "NODES_CSV", "SCHEDULER_TEMPLATE", "TROUPE_PORT", "TROUPE_METRICS_PORT", "TROUPE_ARGS"):
             self.env.pop(k, None)
         self.state = {}
@@ -419,13 +423,10 @@ def test_standby_takes_over_twice_every_pod_bound_no_gpu_twice_no_partial_gang(h
     print(f"[measure] {json.dumps(results)}")
 
 
-# Troupe does not know whether its kube-scheduler leads: a Troupe whose kube-scheduler died keeps
-# its plans and parked binds until the gangs' timeouts, then warns the members of a gang another
-# leader has bound whole (seen on the code of issue 12: 12 GPUs held, 5 GangTimedOut warnings).
-# Safety holds (nothing is bound twice: the parked binds never complete). strict: once fixed,
-# this XPASSes and fails, so the marker goes.
-@pytest.mark.xfail(strict=True, reason="a Troupe whose kube-scheduler alone restarted keeps the gang state it "
-                                       "had as leader (docs/high-availability.md)")
+# A Troupe whose kube-scheduler died is never called again; what it planned as leader is made
+# stale by the API: its watch shows the gang's members bound by the new leader, which releases
+# the plan and fails the parked binds at once (on the code of issue 12 it kept 12 GPUs held and
+# later posted 5 GangTimedOut warnings on members bound whole).
 def test_kube_scheduler_alone_restarts_its_troupe_keeps_nothing_for_the_gang_it_parked(ha):
     """The chart restarts each container on its own: when the leader's kube-scheduler dies (or
     loses the Lease, which makes it exit) and its Troupe keeps running, that Troupe is a standby

@@ -79,11 +79,11 @@ def http_get(url, timeout=3):
         return 0, ""
 
 
-def http_post(url, body, timeout=30):
+def http_post(url, body, timeout=30, context=None):
     req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
                                  headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
+        with urllib.request.urlopen(req, timeout=timeout, context=context) as r:
             return r.status, json.loads(r.read().decode())
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
@@ -421,14 +421,15 @@ def test_pods_bound_by_others_hold_gpus_at_unknown_indices(api, namespace, sched
     assert wait_model_matches_api(api, troupe_url)["free"] == free0 - 1
 
 
-def test_bind_is_no_confused_deputy(api, namespace, scheduler_name, troupe_url):
+def test_bind_is_no_confused_deputy(api, namespace, scheduler_name, verbs):
     """Security review K2: whoever reaches the verb port cannot make Troupe bind a pod that is not
     its profile's, or one it did not filter onto that node. Each is refused with a named error
     and stays unbound."""
     def bind(name, node):
         uid = api.get_pod(namespace, name)["metadata"]["uid"]
-        status, res = http_post(troupe_url + "/bind", {"PodName": name, "PodNamespace": namespace,
-                                                       "PodUID": uid, "Node": node})
+        url, context = verbs
+        status, res = http_post(url + "/bind", {"PodName": name, "PodNamespace": namespace, "PodUID": uid,
+                                                "Node": node}, context=context)
         assert status == 200, res
         return res["Error"]
 
