@@ -13,10 +13,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TROUPE_SHARED_DIR="${TROUPE_SHARED_DIR:-$(cd .. && pwd)/shared}"
-step() { printf '\n=== %s\n' "$*"; }
+# Each step prints the minutes:seconds since the start, so a slow CI run shows where it went.
+t_start=$SECONDS
+step() { printf '\n=== [%d:%02d] %s\n' $(((SECONDS - t_start) / 60)) $(((SECONDS - t_start) % 60)) "$*"; }
 
 step "dependencies"
 scripts/install-deps.sh --test
+
+# The Go modules for helm and the e2e control plane download in the background while C++
+# compiles; the builds that need them later find them in the module cache (or fetch what is
+# missing themselves, and report the error there).
+GO_BIN="$(command -v go || echo /usr/local/go/bin/go)"
+if [[ -x "$GO_BIN" ]]; then
+  mkdir -p build
+  for m in tools/helm tools/k8s; do
+    (cd "$m" && "$GO_BIN" mod download) >"build/go-mod-download-${m##*/}.log" 2>&1 &
+  done
+fi
 
 step "format (scripts/verify-format.sh)"
 scripts/verify-format.sh
@@ -37,9 +50,10 @@ if [[ "${TROUPE_SKIP_SANITIZERS:-0}" != "1" ]]; then
   ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure
 
   step "ThreadSanitizer (the scheduling core under concurrent calls)"
-  scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTROUPE_SANITIZE=thread -DTROUPE_BUILD_BENCH=OFF
   # The concurrent core: the Scheduler under many threads and gang barriers (cpprestsdk is
-  # not TSan-instrumented, so the HTTP layer runs under ASan only).
+  # not TSan-instrumented, so the HTTP layer runs under ASan only); only the unit tests build.
+  TROUPE_BUILD_TARGETS=troupe_unit_tests \
+    scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTROUPE_SANITIZE=thread -DTROUPE_BUILD_BENCH=OFF
   # TSan needs a low-entropy address layout on recent kernels; setarch -R disables ASLR.
   TSAN_OPTIONS="halt_on_error=1" setarch "$(uname -m)" -R \
     build-tsan/tests/troupe_unit_tests "[scheduler],[gang],[concurrency]"
