@@ -6,6 +6,8 @@
 #   3. helm template (default and each ci file); the schema rejects bad values;
 #   4. the rendered configs load: kube-scheduler --write-config-to (strict decoding) and
 #      troupe serve --config (unknown keys are errors), when those binaries are built;
+#   4b. the chart, deploy/, examples/ and the README state the binary's defaults
+#      (scripts/check-defaults.py, against troupe serve --print-config);
 #   5. deploy/troupe.yaml equals a fresh render (regenerate: scripts/chart-render-deploy.sh);
 #   6. when the e2e cluster answers (build/e2e/kubeconfig), kubectl apply --dry-run=server of
 #      every render and of deploy/*.yaml (ServiceMonitor, PodMonitor skipped: no CRD there).
@@ -285,6 +287,12 @@ readme = yaml.safe_load(block)["rules"]
 shipped = next(d for d in yaml.safe_load_all(open(sys.argv[2])) if d and d["kind"] == "ClusterRole")["rules"]
 sys.exit(0 if readme == shipped else f"README: {readme}\nrbac.yaml: {shipped}")
 PY
+
+if [[ -x $TROUPE_BIN ]]; then
+  step "the chart, deploy/, examples/ and the README state the binary's defaults (scripts/check-defaults.py)"
+  python3 scripts/check-defaults.py --binary "$TROUPE_BIN" --chart-render "$WORK/default.yaml" \
+    || fail "a stated default differs from the binary's (troupe serve --print-config); see above"
+fi
 
 step "deploy/troupe.yaml up to date"
 scripts/chart-render-deploy.sh --print >"$WORK/deploy.yaml"

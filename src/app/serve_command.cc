@@ -83,6 +83,8 @@ Flags:
   --narrow-to best|all filter passes only the node Troupe ranks first (best), so
                        kube-scheduler places the pod exactly there, or every node that fits
                        (all, the default; or 'filter: {narrowTo: ...}' in --config)
+  --print-config       print the configuration Troupe would run with (the defaults, then
+                       --config, then the flags above) as YAML, every key written, and exit
   --record-dir DIR     save every extender request body under DIR (to capture what a real
                        kube-scheduler sends)
   --log-level LEVEL    debug | info | warn | error (default info); logs are JSON lines on stderr
@@ -108,6 +110,7 @@ struct ServeFlags {
   std::optional<std::string> narrow_to;
   std::vector<std::string> scheduler_names;
   bool allow_insecure_api_server = false;
+  bool print_config = false;
   std::optional<std::string> tls_cert;
   std::optional<std::string> tls_key;
   std::optional<std::string> client_ca;
@@ -171,6 +174,11 @@ int serveCommand(const std::vector<std::string>& args) {
       arg = arg.substr(0, eq);
       has_value = true;
     }
+    if (arg == "--print-config") {
+      if (has_value) return usage("--print-config takes no value");
+      flags.print_config = true;
+      continue;
+    }
     if (arg == "--allow-insecure-api-server") {
       if (has_value) return usage("--allow-insecure-api-server takes no value");
       flags.allow_insecure_api_server = true;
@@ -205,6 +213,10 @@ int serveCommand(const std::vector<std::string>& args) {
     Result<bool> narrow = config::parseNarrowTo(*flags.narrow_to);
     if (!narrow.isOk()) return usage("--narrow-to " + narrow.status().message());
     cfg.narrow_to_best = narrow.value();
+  }
+  if (flags.print_config) {
+    std::cout << config::formatServeConfig(cfg);
+    return 0;
   }
   http::LogLevel level = http::LogLevel::kInfo;
   if (!http::parseLogLevel(cfg.log_level, &level)) {

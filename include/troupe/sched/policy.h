@@ -6,7 +6,9 @@
 //                  like FGD's integer score so that near-equal nodes tie and fill in a fixed order
 //   topology       how well the chosen GPUs are connected: half relative to the best set this
 //                  node offers, half absolute (bottleneck GB/s against NVSwitch H100's 450)
-//   pack / domains how full the node is after, and whether untouched NVLink domains stay whole
+//   pack           smaller nodes (fewer GPUs) first, keeping the big nodes whole for big jobs
+//   domains        whether untouched NVLink domains stay whole
+//   Fragmentation decides; topology, pack and domains (weighted) only break its ties.
 // fgd, best-fit, dot-product, gpu-packing, gpu-clustering, random: the FGD paper's policies,
 //   as its artifact scores them (see baseline_scores.h and fragmentation.h).
 // kube: the stock kube-scheduler's resource scoring (least allocated + balanced CPU/memory).

@@ -293,6 +293,63 @@ Result<bool> parseNarrowTo(const std::string& value) {
                          "(pass every node that fits)");
 }
 
+namespace {
+
+// "300s", "250ms", "90s": the units parseDuration reads, exact to the millisecond.
+std::string formatDuration(std::chrono::milliseconds d) {
+  if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + "s";
+  return std::to_string(d.count()) + "ms";
+}
+
+}  // namespace
+
+std::string formatServeConfig(const ServeConfig& c) {
+  YAML::Emitter out;
+  out.SetDoublePrecision(15);
+  out << YAML::BeginMap;
+  out << YAML::Key << "listen" << YAML::Value << c.listen;
+  out << YAML::Key << "maxBodyBytes" << YAML::Value << c.max_body_bytes;
+  out << YAML::Key << "logLevel" << YAML::Value << c.log_level;
+  out << YAML::Key << "policy" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << sched::policyName(c.policy.kind);
+  out << YAML::Key << "weights" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "pack" << YAML::Value << c.policy.pack_weight;
+  out << YAML::Key << "topology" << YAML::Value << c.policy.topology_weight;
+  out << YAML::Key << "domains" << YAML::Value << c.policy.domain_weight;
+  out << YAML::EndMap << YAML::EndMap;
+  out << YAML::Key << "filter" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "narrowTo" << YAML::Value << (c.narrow_to_best ? "best" : "all");
+  out << YAML::EndMap;
+  out << YAML::Key << "topology" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "levels" << YAML::Value << YAML::BeginSeq;
+  for (const std::string& level : c.topology_levels) out << level;
+  out << YAML::EndSeq << YAML::EndMap;
+  out << YAML::Key << "gang" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "timeout" << YAML::Value << formatDuration(c.gang_timeout);
+  out << YAML::Key << "maxTimeout" << YAML::Value << formatDuration(c.gang_max_timeout);
+  out << YAML::Key << "maxGangs" << YAML::Value << c.max_gangs;
+  out << YAML::EndMap;
+  out << YAML::Key << "schedulerNames" << YAML::Value << YAML::BeginSeq;
+  for (const std::string& name : c.scheduler_names) out << name;
+  out << YAML::EndSeq;
+  out << YAML::Key << "learnedNodes" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "maxNodes" << YAML::Value << c.learned_max_nodes;
+  out << YAML::Key << "ttlSeconds" << YAML::Value << c.learned_ttl_seconds;
+  out << YAML::EndMap;
+  const ServerLimitsConfig& l = c.limits;
+  out << YAML::Key << "limits" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "maxHeaderBytes" << YAML::Value << l.max_header_bytes;
+  out << YAML::Key << "maxBodyBytesInFlight" << YAML::Value << l.max_body_bytes_in_flight;
+  out << YAML::Key << "maxConnections" << YAML::Value << l.max_connections;
+  out << YAML::Key << "headerTimeoutSeconds" << YAML::Value << l.header_timeout_seconds;
+  out << YAML::Key << "readTimeoutSeconds" << YAML::Value << l.read_timeout_seconds;
+  out << YAML::Key << "idleTimeoutSeconds" << YAML::Value << l.idle_timeout_seconds;
+  out << YAML::Key << "writeTimeoutSeconds" << YAML::Value << l.write_timeout_seconds;
+  out << YAML::EndMap;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
 Result<ServeConfig> loadServeConfig(const std::string& path) {
   Result<std::string> text = readAll(path);
   if (!text.isOk()) return text.status();

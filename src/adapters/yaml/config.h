@@ -6,7 +6,7 @@
 //   logLevel: info                  # debug | info | warn | error
 //   policy:
 //     name: troupe                  # troupe | binpack | spread
-//     weights: {pack: 0.5, topology: 0.3, domains: 0.2}
+//     weights: {pack: 0.5, topology: 0.4, domains: 0.1}
 //   filter:
 //     narrowTo: best                # best: pass only the policy's best node | all (default)
 //   topology:
@@ -90,6 +90,12 @@ Status checkSchedulerName(const std::string& name);
 
 // "best" -> true, "all" -> false; anything else is an error that says what is accepted.
 Result<bool> parseNarrowTo(const std::string& value);
+
+// The whole config as YAML, every key written, in the form parseServeConfig reads back to an
+// equal ServeConfig (`troupe serve --print-config`). ServeConfig's member initialisers are the
+// one place a default is defined; scripts/check-defaults.py compares the chart, deploy/,
+// examples/ and the README against this output of the defaults.
+std::string formatServeConfig(const ServeConfig& config);
 
 Result<ServeConfig> loadServeConfig(const std::string& path);
 Result<ServeConfig> parseServeConfig(const std::string& text, const std::string& source_name);

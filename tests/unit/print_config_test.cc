@@ -1,0 +1,91 @@
+// `troupe serve --print-config`: formatServeConfig writes every key, and what it writes reads
+// back to the same config, defaults and non-defaults alike (scripts/check-defaults.py relies
+// on it to compare the chart, deploy/, examples/ and the README with the binary's defaults).
+#include <catch2/catch.hpp>
+
+#include "adapters/yaml/config.h"
+
+namespace {
+using troupe::config::formatServeConfig;
+using troupe::config::parseServeConfig;
+using troupe::config::ServeConfig;
+
+void checkEqual(const ServeConfig& a, const ServeConfig& b) {
+  CHECK(a.listen == b.listen);
+  CHECK(a.max_body_bytes == b.max_body_bytes);
+  CHECK(a.log_level == b.log_level);
+  CHECK(a.policy.kind == b.policy.kind);
+  CHECK(a.policy.pack_weight == b.policy.pack_weight);
+  CHECK(a.policy.topology_weight == b.policy.topology_weight);
+  CHECK(a.policy.domain_weight == b.policy.domain_weight);
+  CHECK(a.narrow_to_best == b.narrow_to_best);
+  CHECK(a.topology_levels == b.topology_levels);
+  CHECK(a.gang_timeout == b.gang_timeout);
+  CHECK(a.gang_max_timeout == b.gang_max_timeout);
+  CHECK(a.max_gangs == b.max_gangs);
+  CHECK(a.scheduler_names == b.scheduler_names);
+  CHECK(a.learned_max_nodes == b.learned_max_nodes);
+  CHECK(a.learned_ttl_seconds == b.learned_ttl_seconds);
+  CHECK(a.limits.max_header_bytes == b.limits.max_header_bytes);
+  CHECK(a.limits.max_body_bytes_in_flight == b.limits.max_body_bytes_in_flight);
+  CHECK(a.limits.max_connections == b.limits.max_connections);
+  CHECK(a.limits.header_timeout_seconds == b.limits.header_timeout_seconds);
+  CHECK(a.limits.read_timeout_seconds == b.limits.read_timeout_seconds);
+  CHECK(a.limits.idle_timeout_seconds == b.limits.idle_timeout_seconds);
+  CHECK(a.limits.write_timeout_seconds == b.limits.write_timeout_seconds);
+}
+}  // namespace
+
+TEST_CASE("print-config: the defaults read back as the defaults", "[config]") {
+  const ServeConfig defaults;
+  const std::string text = formatServeConfig(defaults);
+  auto parsed = parseServeConfig(text, "printed.yaml");
+  REQUIRE(parsed.isOk());
+  checkEqual(parsed.value(), defaults);
+  CHECK(formatServeConfig(parsed.value()) == text);
+  // Every section is written, so a reader sees each default without the source.
+  for (const char* key : {"listen:", "maxBodyBytes:", "logLevel:", "policy:", "weights:", "filter:", "narrowTo: all",
+                          "topology:", "levels:", "gang:", "timeout: 300s", "maxTimeout: 300s", "maxGangs:",
+                          "schedulerNames:", "learnedNodes:", "limits:", "writeTimeoutSeconds:"}) {
+    CHECK_THAT(text, Catch::Contains(key));
+  }
+}
+
+TEST_CASE("print-config: every non-default value reads back unchanged", "[config]") {
+  const char* yaml = R"(listen: 0.0.0.0:9999
+maxBodyBytes: 2048
+logLevel: debug
+policy:
+  name: binpack
+  weights: {pack: 0.25, topology: 0.125, domains: 0.625}
+filter: {narrowTo: best}
+topology: {levels: [example.com/hall, example.com/row]}
+gang: {timeout: 1500ms, maxTimeout: 90s, maxGangs: 7}
+schedulerNames: [gpu-a, gpu-b]
+learnedNodes: {maxNodes: 5, ttlSeconds: 60}
+limits:
+  maxHeaderBytes: 4096
+  maxBodyBytesInFlight: 1048576
+  maxConnections: 3
+  headerTimeoutSeconds: 0.5
+  readTimeoutSeconds: 1.25
+  idleTimeoutSeconds: 7
+  writeTimeoutSeconds: 11
+)";
+  auto set = parseServeConfig(yaml, "set.yaml");
+  REQUIRE(set.isOk());
+  CHECK(set.value().gang_timeout.count() == 1500);
+  CHECK(set.value().narrow_to_best);
+  const std::string text = formatServeConfig(set.value());
+  CHECK_THAT(text, Catch::Contains("timeout: 1500ms"));
+  auto back = parseServeConfig(text, "printed.yaml");
+  REQUIRE(back.isOk());
+  checkEqual(back.value(), set.value());
+
+  // An empty level list (topology levels off) survives too.
+  auto off = parseServeConfig("topology: {levels: []}\n", "off.yaml");
+  REQUIRE(off.isOk());
+  auto off_back = parseServeConfig(formatServeConfig(off.value()), "printed.yaml");
+  REQUIRE(off_back.isOk());
+  CHECK(off_back.value().topology_levels.empty());
+}
