@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # README command 2: install what is missing, build, and run the whole test suite:
-#   1. format check (clang-format)
+#   1. format check (clang-format); the core's includes (scripts/check-layers.py)
 #   2. build with -Werror; unit + HTTP integration tests (ctest)
 #   3. the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   4. the concurrent core under ThreadSanitizer
@@ -33,6 +33,9 @@ fi
 
 step "format (scripts/verify-format.sh)"
 scripts/verify-format.sh
+
+step "layers: the core includes only the standard library and the layers below it (scripts/check-layers.py)"
+python3 scripts/check-layers.py
 
 step "build with -Werror and run the tests"
 scripts/build.sh build -DTROUPE_WERROR=ON -DTROUPE_BUILD_TESTS=ON
