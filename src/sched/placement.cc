@@ -5,7 +5,6 @@
 
 #include "troupe/common/strings.h"
 #include "troupe/model/gpu_selection.h"
-#include "troupe/sched/node_scoring.h"
 
 namespace troupe::sched {
 namespace {
@@ -171,12 +170,6 @@ std::optional<Placement> placeOnNode(const NodeState& node, const GpuRequest& re
   p.best_possible = set->quality >= 1.0 - 1e-9;
   p.bottleneck = req.gpus > 1 ? set->bottleneck : 0.0;
   return p;
-}
-
-double scorePlacement(const NodeState& node, const GpuRequest& req, const Placement& placement,
-                      const PolicyConfig& policy) {
-  // Without a request window at hand, fragmentation is measured against the default mix.
-  return unitScore(policy, node, req, placement, ScoreContext{});
 }
 
 }  // namespace troupe::sched

@@ -44,9 +44,10 @@ TEST_CASE("print-config: the defaults read back as the defaults", "[config]") {
   checkEqual(parsed.value(), defaults);
   CHECK(formatServeConfig(parsed.value()) == text);
   // Every section is written, so a reader sees each default without the source.
-  for (const char* key : {"listen:", "maxBodyBytes:", "logLevel:", "policy:", "weights:", "filter:", "narrowTo: all",
-                          "topology:", "levels:", "gang:", "timeout: 300s", "maxTimeout: 300s", "maxGangs:",
-                          "schedulerNames:", "learnedNodes:", "limits:", "writeTimeoutSeconds:"}) {
+  for (const char* key :
+       {"listen:", "maxBodyBytes:", "logLevel:", "policy:", "weights:", "filter:", "narrowTo: all",
+        "topology:", "levels:", "gang:", "timeout: 300s", "maxTimeout: 300s",
+        "maxGangs:", "schedulerNames:", "learnedNodes:", "limits:", "writeTimeoutSeconds:"}) {
     CHECK_THAT(text, Catch::Contains(key));
   }
 }

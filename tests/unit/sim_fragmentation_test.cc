@@ -136,7 +136,7 @@ TEST_CASE("every policy scores a live placement on 0..1") {
   for (troupe::sched::PolicyKind kind : troupe::sched::allPolicies()) {
     troupe::sched::PolicyConfig policy;
     policy.kind = kind;
-    const double s = troupe::sched::scorePlacement(node, req, *placement, policy);
+    const double s = troupe::sched::unitScore(policy, node, req, *placement, troupe::sched::ScoreContext{});
     INFO(troupe::sched::policyName(kind));
     CHECK(s >= 0.0);
     CHECK(s <= 1.0);

@@ -1,6 +1,6 @@
 // One entry point for every policy: what placing a pod on a node is worth, and which GPUs the
 // policy takes there. The simulator ranks nodes by it (ties by a seeded node order, as the FGD
-// artifact does); the live extender maps it onto kube-scheduler's 0..10 (scorePlacement).
+// artifact does); the live extender maps it onto kube-scheduler's 0..10.
 #pragma once
 
 #include <cstdint>

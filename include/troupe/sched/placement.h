@@ -1,5 +1,5 @@
 // Placement on one node: can the pod go there (checkNode), which GPUs it gets (placeOnNode),
-// and what the placement is worth (scorePlacement). Pure functions of a NodeState.
+// Pure functions of a NodeState; what a placement is worth is node_scoring.h's (unitScore).
 #pragma once
 
 #include <optional>
@@ -8,7 +8,6 @@
 
 #include "troupe/model/node.h"
 #include "troupe/sched/pod_request.h"
-#include "troupe/sched/policy.h"
 
 namespace troupe::sched {
 
@@ -68,9 +67,5 @@ inline constexpr double kReferenceBandwidth = 450.0;
 
 // The GPUs the pod would get on this node, or nullopt when it does not fit.
 std::optional<Placement> placeOnNode(const model::NodeState& node, const GpuRequest& req);
-
-// What the placement is worth under the policy, 0..1 (higher is better).
-double scorePlacement(const model::NodeState& node, const GpuRequest& req, const Placement& placement,
-                      const PolicyConfig& policy);
 
 }  // namespace troupe::sched
