@@ -24,16 +24,21 @@ enum Category {
 
 }  // namespace
 
-std::vector<uint64_t> mixAccess(const RequestMix& mix, const std::string& product) {
+void mixAccessInto(const RequestMix& mix, const std::string& product, std::span<uint64_t> words) {
+  std::fill(words.begin(), words.end(), 0);
   const auto& entries = mix.entries();
-  std::vector<uint64_t> access((entries.size() + 63) / 64, 0);
-  for (size_t i = 0; i < entries.size(); ++i) {
+  for (size_t i = 0; i < entries.size() && i / 64 < words.size(); ++i) {
     const auto& models = entries[i].models;
     bool ok = models.empty() || std::any_of(models.begin(), models.end(), [&](const std::string& m) {
                 return equalsIgnoreCase(m, product);
               });
-    if (ok) access[i / 64] |= uint64_t{1} << (i % 64);
+    if (ok) words[i / 64] |= uint64_t{1} << (i % 64);
   }
+}
+
+std::vector<uint64_t> mixAccess(const RequestMix& mix, const std::string& product) {
+  std::vector<uint64_t> access((mix.entries().size() + 63) / 64, 0);
+  mixAccessInto(mix, product, access);
   return access;
 }
 

@@ -32,7 +32,20 @@ FragEval evalFragmentation(const NodeState& node, const GpuRequest& req, const S
                            uint64_t taken) {
   const RequestMix& mix = ctx.mix ? *ctx.mix : RequestMix::defaults();
   const std::string& product = node.info().gpu_product;
-  const std::vector<uint64_t> access = ctx.cache ? std::vector<uint64_t>{} : mixAccess(mix, product);
+  // Without a memo, the access bits: on the stack up to 256 typical requests.
+  std::array<uint64_t, 4> small_access;
+  std::vector<uint64_t> large_access;
+  std::span<uint64_t> access;
+  if (!ctx.cache) {
+    const size_t words = (mix.entries().size() + 63) / 64;
+    if (words <= small_access.size()) {
+      access = std::span<uint64_t>(small_access).first(words);
+    } else {
+      large_access.resize(words);
+      access = large_access;
+    }
+    mixAccessInto(mix, product, access);
+  }
   std::array<int64_t, 64> buffer;
   const std::span<int64_t> free = freeMilliInto(node, buffer);
   const int64_t cpu = cpuLeft(node);

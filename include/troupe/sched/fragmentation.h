@@ -23,6 +23,9 @@ namespace troupe::sched {
 // entry has its bit: a mix with GPU-model constraints has far more than 64 shapes (the openb
 // pods with a third of the GPU pods constrained: about 150 at 95% coverage).
 std::vector<uint64_t> mixAccess(const RequestMix& mix, const std::string& product);
+// The same into `words` (at least (entries + 63) / 64 of them), without allocating: the live
+// scorer does this for every candidate node.
+void mixAccessInto(const RequestMix& mix, const std::string& product, std::span<uint64_t> words);
 
 // F for a node with `cpu_left` milli-CPU and `free_milli` per GPU, `access` from mixAccess for
 // the node's product. Summed per category and combined at the end, as the FGD artifact does,
