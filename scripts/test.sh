@@ -37,6 +37,9 @@ scripts/verify-format.sh
 step "layers: the core includes only the standard library and the layers below it (scripts/check-layers.py)"
 python3 scripts/check-layers.py
 
+step "tools: the workload generator (tests/tools/derive_workload_test.py)"
+python3 tests/tools/derive_workload_test.py
+
 step "build with -Werror and run the tests"
 scripts/build.sh build -DTROUPE_WERROR=ON -DTROUPE_BUILD_TESTS=ON
 ctest --test-dir build --output-on-failure

@@ -24,20 +24,25 @@ enum Category {
 
 }  // namespace
 
-uint64_t mixAccess(const RequestMix& mix, const std::string& product) {
-  uint64_t access = 0;
+void mixAccessInto(const RequestMix& mix, const std::string& product, std::span<uint64_t> words) {
+  std::fill(words.begin(), words.end(), 0);
   const auto& entries = mix.entries();
-  for (size_t i = 0; i < entries.size() && i < 64; ++i) {
+  for (size_t i = 0; i < entries.size() && i / 64 < words.size(); ++i) {
     const auto& models = entries[i].models;
     bool ok = models.empty() || std::any_of(models.begin(), models.end(), [&](const std::string& m) {
                 return equalsIgnoreCase(m, product);
               });
-    if (ok) access |= uint64_t{1} << i;
+    if (ok) words[i / 64] |= uint64_t{1} << (i % 64);
   }
+}
+
+std::vector<uint64_t> mixAccess(const RequestMix& mix, const std::string& product) {
+  std::vector<uint64_t> access((mix.entries().size() + 63) / 64, 0);
+  mixAccessInto(mix, product, access);
   return access;
 }
 
-double fragmentation(const RequestMix& mix, uint64_t access, int64_t cpu_left,
+double fragmentation(const RequestMix& mix, std::span<const uint64_t> access, int64_t cpu_left,
                      std::span<const int64_t> free_milli) {
   std::array<double, kCategories> sums{};
   int64_t free_total = 0;
@@ -50,7 +55,7 @@ double fragmentation(const RequestMix& mix, uint64_t access, int64_t cpu_left,
       sums[cpu_ok ? kCpuOnlyFits : kCpuOnlyLacksCpu] += m.probability * static_cast<double>(free_total);
       continue;
     }
-    if (i >= 64 || !(access >> i & 1)) {
+    if (i / 64 >= access.size() || !(access[i / 64] >> (i % 64) & 1)) {
       sums[kNoAccess] += m.probability * static_cast<double>(free_total);
       continue;
     }
@@ -87,20 +92,24 @@ int fgdScore(double before, double after) {
 }
 
 size_t FragmentationCache::KeyHash::operator()(const Key& k) const {
-  uint64_t h = k.access * 0x9E3779B97F4A7C15ULL;
+  uint64_t h = k.product * 0x9E3779B97F4A7C15ULL;
   h ^= static_cast<uint64_t>(k.cpu_left) + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
   h ^= k.packed[0] + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
   h ^= k.packed[1] + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
   return static_cast<size_t>(h);
 }
 
-double FragmentationCache::get(uint64_t access, int64_t cpu_left, std::span<const int64_t> free_milli) {
+double FragmentationCache::get(const std::string& product, int64_t cpu_left,
+                               std::span<const int64_t> free_milli) {
+  auto [slot, added] = products_.try_emplace(product, static_cast<uint32_t>(access_.size()));
+  if (added) access_.push_back(mixAccess(mix_, product));
+  const std::vector<uint64_t>& access = access_[slot->second];
   // Up to 12 GPUs, 10 bits each, sorted: the multiset is the key. Larger nodes are computed.
   if (free_milli.size() > 12) return fragmentation(mix_, access, cpu_left, free_milli);
   std::array<int64_t, 12> sorted{};
   std::copy(free_milli.begin(), free_milli.end(), sorted.begin());
   std::sort(sorted.begin(), sorted.begin() + static_cast<long>(free_milli.size()));
-  Key key{access, cpu_left, {free_milli.size(), 0}};
+  Key key{slot->second, cpu_left, {free_milli.size(), 0}};
   for (size_t i = 0; i < free_milli.size(); ++i) {
     key.packed[i / 6] =
         key.packed[i / 6] << 10 | static_cast<uint64_t>(std::clamp<int64_t>(sorted[i], 0, 1023));

@@ -19,9 +19,11 @@ struct FragEval {
   int gpu = -1;      // for sharing pods: the GPU evaluated best
 };
 
-double fragOf(const ScoreContext& ctx, const RequestMix& mix, uint64_t access, int64_t cpu,
-              std::span<const int64_t> free) {
-  return ctx.cache ? ctx.cache->get(access, cpu, free) : fragmentation(mix, access, cpu, free);
+// F of the node with `cpu` and `free` left: from the run's memo when there is one, else computed
+// with `access` (mixAccess for the node's product).
+double fragOf(const ScoreContext& ctx, const RequestMix& mix, const std::string& product,
+              std::span<const uint64_t> access, int64_t cpu, std::span<const int64_t> free) {
+  return ctx.cache ? ctx.cache->get(product, cpu, free) : fragmentation(mix, access, cpu, free);
 }
 
 // FGD's evaluation: F before and after the pod. Sharing pods try every GPU that fits and keep
@@ -29,17 +31,31 @@ double fragOf(const ScoreContext& ctx, const RequestMix& mix, uint64_t access, i
 FragEval evalFragmentation(const NodeState& node, const GpuRequest& req, const ScoreContext& ctx,
                            uint64_t taken) {
   const RequestMix& mix = ctx.mix ? *ctx.mix : RequestMix::defaults();
-  const uint64_t access = mixAccess(mix, node.info().gpu_product);
+  const std::string& product = node.info().gpu_product;
+  // Without a memo, the access bits: on the stack up to 256 typical requests.
+  std::array<uint64_t, 4> small_access;
+  std::vector<uint64_t> large_access;
+  std::span<uint64_t> access;
+  if (!ctx.cache) {
+    const size_t words = (mix.entries().size() + 63) / 64;
+    if (words <= small_access.size()) {
+      access = std::span<uint64_t>(small_access).first(words);
+    } else {
+      large_access.resize(words);
+      access = large_access;
+    }
+    mixAccessInto(mix, product, access);
+  }
   std::array<int64_t, 64> buffer;
   const std::span<int64_t> free = freeMilliInto(node, buffer);
   const int64_t cpu = cpuLeft(node);
-  const double before = fragOf(ctx, mix, access, cpu, free);
+  const double before = fragOf(ctx, mix, product, access, cpu, free);
   FragEval best;
   if (req.shared()) {
     for (size_t g = 0; g < free.size(); ++g) {
       if (free[g] < req.milli_per_gpu) continue;
       free[g] -= req.milli_per_gpu;
-      const double after = fragOf(ctx, mix, access, cpu - req.cpu_milli, free);
+      const double after = fragOf(ctx, mix, product, access, cpu - req.cpu_milli, free);
       free[g] += req.milli_per_gpu;
       const int points = fgdScore(before, after);
       if (best.gpu < 0 || points > best.points) best = {points, after - before, static_cast<int>(g)};
@@ -47,7 +63,7 @@ FragEval evalFragmentation(const NodeState& node, const GpuRequest& req, const S
     return best;
   }
   for (uint64_t m = taken; m; m &= m - 1) free[static_cast<size_t>(std::countr_zero(m))] -= req.milli_per_gpu;
-  const double after = fragOf(ctx, mix, access, cpu - req.cpu_milli, free);
+  const double after = fragOf(ctx, mix, product, access, cpu - req.cpu_milli, free);
   best.points = fgdScore(before, after);
   best.delta = after - before;
   return best;

@@ -47,7 +47,7 @@ TEST_CASE("the request mix: most frequent first, larger first among equals, 95% 
 
 TEST_CASE("F on a hand-built node matches the hand computation") {
   RequestMix mix = handMix();
-  const uint64_t all = troupe::sched::mixAccess(mix, "T4");
+  const std::vector<uint64_t> all = troupe::sched::mixAccess(mix, "T4");
   // GPUs with 1000 and 300 milli free, plenty of CPU. The half-GPU pod fits; only the 300 is a
   // fragment for it (0.75 x 300); the CPU-only pod sees all 1300 as fragment (0.25 x 1300).
   std::vector<int64_t> before{1000, 300};
@@ -73,10 +73,11 @@ TEST_CASE("the fragmentation memo returns what the direct computation does") {
   RequestMix mix = handMix();
   troupe::sched::FragmentationCache cache(mix);
   std::vector<int64_t> a{1000, 300}, b{300, 1000};  // the same multiset
-  const double direct = troupe::sched::fragmentation(mix, ~0ULL, 10000, a);
-  CHECK(cache.get(~0ULL, 10000, a) == direct);
-  CHECK(cache.get(~0ULL, 10000, b) == direct);
-  CHECK(cache.get(~0ULL, 500, a) == troupe::sched::fragmentation(mix, ~0ULL, 500, a));
+  const std::vector<uint64_t> all = troupe::sched::mixAccess(mix, "T4");
+  const double direct = troupe::sched::fragmentation(mix, all, 10000, a);
+  CHECK(cache.get("T4", 10000, a) == direct);
+  CHECK(cache.get("T4", 10000, b) == direct);
+  CHECK(cache.get("T4", 500, a) == troupe::sched::fragmentation(mix, all, 500, a));
 }
 
 TEST_CASE("FGD scores a node by its best GPU for a share") {
@@ -144,3 +145,24 @@ TEST_CASE("every policy scores a live placement on 0..1") {
 }
 
 }  // namespace
+
+TEST_CASE("a typical request past the 64th still sees the models it accepts") {
+  // 64 CPU-only shapes (1/65 each) first, then a whole-GPU pod that only takes T4s: entry 64.
+  std::vector<GpuRequest> reqs;
+  for (int i = 0; i < 64; ++i) reqs.push_back(shape(0, 0, 1000 + i));
+  reqs.push_back(shape(1, 1000, 500, {"T4"}));
+  for (int cpu : {100, 2, 1}) reqs.push_back(shape(0, 0, cpu));  // rarer, smaller: cut at 95%
+  RequestMix mix = RequestMix::fromRequests(reqs);
+  REQUIRE(mix.entries().size() == 65);
+  REQUIRE(mix.entries()[64].models == std::vector<std::string>{"T4"});
+  const std::vector<int64_t> free{1000};
+  // On a T4 the constrained pod fits the free GPU: no fragment for it, 64/65 x 1000 in all.
+  CHECK(troupe::sched::fragmentation(mix, troupe::sched::mixAccess(mix, "T4"), 100000, free) ==
+        Approx(64000.0 / 65));
+  // Elsewhere it cannot use the GPU at all: its 1/65 of 1000 counts too.
+  CHECK(troupe::sched::fragmentation(mix, troupe::sched::mixAccess(mix, "V100M16"), 100000, free) ==
+        Approx(1000));
+  troupe::sched::FragmentationCache cache(mix);
+  CHECK(cache.get("T4", 100000, free) == Approx(64000.0 / 65));
+  CHECK(cache.get("V100M16", 100000, free) == Approx(1000));
+}
