@@ -244,8 +244,9 @@ def wait_http(url, proc, timeout, ctx=None):
 
 
 # ---- configurations ---------------------------------------------------------------------------
-def troupe_config(path):
-    """Troupe's --config as the Helm chart renders it with its default values."""
+def troupe_config(path, bind_workers=None):
+    """Troupe's --config as the Helm chart renders it with its default values (bind_workers:
+    binder.workers, when given)."""
     cfg = {
         "maxBodyBytes": 67108864, "logLevel": "info",
         "policy": {"name": "troupe", "weights": {"pack": 0.5, "topology": 0.3, "domains": 0.2}},
@@ -257,6 +258,8 @@ def troupe_config(path):
                    "headerTimeoutSeconds": 10, "readTimeoutSeconds": 60, "idleTimeoutSeconds": 120,
                    "writeTimeoutSeconds": 60},
     }
+    if bind_workers:
+        cfg["binder"] = {"workers": bind_workers}
     with open(path, "w", encoding="utf-8") as f:
         yaml.safe_dump(cfg, f, sort_keys=False)
 
@@ -300,9 +303,10 @@ class Bench:
         if mode == "none":
             return
         binary = self.args.compare_troupe if mode == "kube-compare" else self.args.troupe
+        workers = self.args.bind_workers if mode == "kube" else None  # an older build may not know the key
         mode = "kube" if mode == "kube-compare" else mode
         cfg = os.path.join(E2E_DIR, "bench-troupe-config.yaml")
-        troupe_config(cfg)
+        troupe_config(cfg, workers)
         port, mport = self.state["TROUPE_PORT"], self.state["TROUPE_METRICS_PORT"]
         argv = [binary, "serve", "--listen", f"127.0.0.1:{port}", "--metrics-listen",
                 f"127.0.0.1:{mport}", "--config", cfg]
@@ -377,39 +381,56 @@ class Bench:
     def watch_bound(self, total, marks, on_mark, deadline_s, opened, stall_s=90.0):
         """Follows pods with spec.nodeName set until `total` are; sets `opened` (a
         threading.Event) once the watch is open; calls on_mark(i, t) when the i-th (1-based)
-        bound pod is in `marks`. Returns {name: monotonic time first seen bound}."""
+        bound pod is in `marks`. Returns {name: monotonic time first seen bound}. A watch the API
+        server ends (it closes watchers that fall behind) is opened again from the last
+        resourceVersion seen, as informers do."""
         status, text = Conn(self.api).request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?limit=1")
         rv = json.loads(text)["metadata"]["resourceVersion"]
         u = urllib.parse.urlparse(self.api.server)
-        c = http.client.HTTPSConnection(u.hostname, u.port, context=self.api.ctx, timeout=stall_s)
         sel = urllib.parse.quote("spec.nodeName!=")
-        c.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?watch=1&resourceVersion={rv}"
-                  f"&fieldSelector={sel}&timeoutSeconds={int(deadline_s)}",
-                  headers={"Authorization": f"Bearer {self.api.token}", "Accept": "application/json"})
-        r = c.getresponse()
-        if r.status != 200:
-            raise RuntimeError(f"watch: HTTP {r.status} {r.read()[:200]!r}")
-        opened.set()
         seen = {}
-        try:
-            while len(seen) < total:
-                line = r.readline()
-                if not line:
-                    raise TimeoutError(f"watch ended with {len(seen)} of {total} pods bound")
-                ev = json.loads(line)
-                if ev.get("type") not in ("ADDED", "MODIFIED"):
-                    continue
-                obj = ev["object"]
-                name = obj["metadata"]["name"]
-                if obj["spec"].get("nodeName") and name not in seen:
-                    t = time.monotonic()
-                    seen[name] = t
-                    if len(seen) in marks:
-                        on_mark(len(seen), t)
-        except TimeoutError as e:  # socket timeout: nothing bound for stall_s
-            raise TimeoutError(f"{len(seen)} of {total} pods bound, then none for {stall_s:.0f} s ({e})") from None
-        finally:
-            c.close()
+        deadline = time.monotonic() + deadline_s
+        last_progress = time.monotonic()
+        reopened = 0
+        while len(seen) < total:
+            if time.monotonic() > deadline or time.monotonic() - last_progress > stall_s:
+                raise TimeoutError(f"{len(seen)} of {total} pods bound, then none for "
+                                   f"{time.monotonic() - last_progress:.0f} s")
+            c = http.client.HTTPSConnection(u.hostname, u.port, context=self.api.ctx, timeout=stall_s)
+            try:
+                c.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?watch=1&resourceVersion={rv}"
+                          f"&allowWatchBookmarks=true&fieldSelector={sel}&timeoutSeconds={int(deadline_s)}",
+                          headers={"Authorization": f"Bearer {self.api.token}", "Accept": "application/json"})
+                r = c.getresponse()
+                if r.status != 200:
+                    raise RuntimeError(f"watch: HTTP {r.status} {r.read()[:200]!r}")
+                opened.set()
+                while len(seen) < total:
+                    line = r.readline()
+                    if not line:
+                        reopened += 1
+                        break
+                    ev = json.loads(line)
+                    if ev.get("type") == "ERROR":
+                        raise RuntimeError(f"watch: {ev.get('object')}")
+                    obj = ev["object"]
+                    rv = obj["metadata"].get("resourceVersion", rv)
+                    if ev.get("type") not in ("ADDED", "MODIFIED"):
+                        continue
+                    name = obj["metadata"]["name"]
+                    if obj["spec"].get("nodeName") and name not in seen:
+                        t = time.monotonic()
+                        last_progress = t
+                        seen[name] = t
+                        if len(seen) in marks:
+                            on_mark(len(seen), t)
+            except (TimeoutError, OSError, http.client.HTTPException):
+                reopened += 1  # nothing for stall_s, or the connection broke: checked above
+            finally:
+                c.close()
+        if reopened:
+            log(f"the API server ended the benchmark's watch {reopened} time(s) (a watcher that falls behind is "
+                f"closed; the machine is busy); reopened from the last resourceVersion each time")
         return seen
 
     def run_mode(self, mode, pods):
@@ -534,6 +555,8 @@ def main():
     ap.add_argument("--burst", type=int, default=400, help="kube-scheduler clientConnection.burst")
     ap.add_argument("--timeout", type=float, default=900, help="per run, seconds")
     ap.add_argument("--troupe", default=os.path.join(ROOT, "build", "troupe"))
+    ap.add_argument("--bind-workers", type=int, default=0,
+                    help="Troupe's binder.workers in Kubernetes mode (default: Troupe's own, 8)")
     ap.add_argument("--compare-troupe", metavar="PATH",
                     help="also run Kubernetes mode with this Troupe binary (e.g. an older build), "
                          "as mode kube-compare")
