@@ -43,6 +43,7 @@ import math
 import os
 import platform
 import queue
+import signal
 import ssl
 import subprocess
 import sys
@@ -288,6 +289,11 @@ def scheduler_config(path, mode, kubeconfig, troupe_port, qps, burst):
         yaml.safe_dump(cfg, f, sort_keys=False)
 
 
+def mode_kind(mode):
+    """none, standalone or kube: what a mode runs (kube-compare and kube:wN are kube)."""
+    return "kube" if mode == "kube-compare" or mode.startswith("kube:") else mode
+
+
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -303,8 +309,9 @@ class Bench:
         if mode == "none":
             return
         binary = self.args.compare_troupe if mode == "kube-compare" else self.args.troupe
-        workers = self.args.bind_workers if mode == "kube" else None  # an older build may not know the key
-        mode = "kube" if mode == "kube-compare" else mode
+        # "kube:w32": binder.workers 32 (an older build, kube-compare, may not know the key)
+        workers = int(mode.split(":w")[1]) if mode.startswith("kube:w") else None
+        mode = mode_kind(mode)
         cfg = os.path.join(E2E_DIR, "bench-troupe-config.yaml")
         troupe_config(cfg, workers)
         port, mport = self.state["TROUPE_PORT"], self.state["TROUPE_METRICS_PORT"]
@@ -318,7 +325,7 @@ class Bench:
         wait_http(f"http://127.0.0.1:{mport}/readyz", self.troupe, 180)
 
     def start_scheduler(self, mode):
-        mode = "kube" if mode == "kube-compare" else mode
+        mode = mode_kind(mode)
         cfg = os.path.join(E2E_DIR, f"bench-scheduler-{mode}.yaml")
         scheduler_config(cfg, mode, self.kubeconfig, self.state["TROUPE_PORT"], self.args.qps, self.args.burst)
         port = self.state["SCHEDULER_PORT"]
@@ -535,6 +542,11 @@ def cluster_up(nodes):
     subprocess.run([os.path.join(ROOT, "scripts", "scheduler-pair.sh"), "stop", "0"], check=True, env=env, cwd=ROOT)
 
 
+def cluster_gpus():
+    with open(os.path.join(E2E_DIR, "cluster.yaml"), encoding="utf-8") as f:
+        return sum(int(n["gpus"]) for n in yaml.safe_load(f)["nodes"])
+
+
 def cluster_down():
     subprocess.run([os.path.join(ROOT, "scripts", "cluster-down.sh")], check=False, cwd=ROOT)
 
@@ -555,8 +567,9 @@ def main():
     ap.add_argument("--burst", type=int, default=400, help="kube-scheduler clientConnection.burst")
     ap.add_argument("--timeout", type=float, default=900, help="per run, seconds")
     ap.add_argument("--troupe", default=os.path.join(ROOT, "build", "troupe"))
-    ap.add_argument("--bind-workers", type=int, default=0,
-                    help="Troupe's binder.workers in Kubernetes mode (default: Troupe's own, 8)")
+    ap.add_argument("--bind-workers", default="",
+                    help="Troupe's binder.workers in Kubernetes mode (default: Troupe's own, 8); "
+                         "several, comma-separated, run Kubernetes mode once per value")
     ap.add_argument("--compare-troupe", metavar="PATH",
                     help="also run Kubernetes mode with this Troupe binary (e.g. an older build), "
                          "as mode kube-compare")
@@ -567,6 +580,10 @@ def main():
     for m in modes:
         if m not in MODES:
             ap.error(f"--modes: unknown mode {m!r} (known: {', '.join(MODES)})")
+    workers = [int(w) for w in args.bind_workers.split(",") if w]
+    if workers and "kube" in modes:
+        i = modes.index("kube")
+        modes[i:i + 1] = [f"kube:w{w}" for w in workers]
     if args.compare_troupe:
         if not os.access(args.compare_troupe, os.X_OK):
             ap.error(f"--compare-troupe {args.compare_troupe} is not an executable")
@@ -584,29 +601,39 @@ def main():
     machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {platform.system()}"
     report = {"machine": machine, "compare_troupe": args.compare_troupe, "commit": commit + ("+dirty" if dirty else ""), "qps": args.qps,
               "burst": args.burst, "pods": args.pods, "sizes": []}
-    for n in sizes:
-        cluster_down()
-        t = time.monotonic()
-        cluster_up(n)
-        log(f"{n} nodes up in {time.monotonic() - t:.0f} s (load average {load_avg()})")
-        bench = Bench(args)
-        bench.ensure_namespace()
-        delete_all_pods(bench.api)
-        entry = {"nodes": n, "load_before": load_avg(), "runs": []}
-        try:
-            pods = single_pods(args.pods)
-            for mode in modes:
-                entry["runs"].append(bench.run_mode(mode, pods))
-            if args.gang > 0:
-                entry["gang"] = bench.run_gang(args.gang, args.gang_gpus)
-        finally:
-            bench.stop_all()
-        entry["load_after"] = load_avg()
-        report["sizes"].append(entry)
-        with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(report, f, indent=2)
-    if not args.keep:
-        cluster_down()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # SIGTERM: stop what it started, too
+    try:
+        for n in sizes:
+            cluster_down()
+            t = time.monotonic()
+            cluster_up(n)
+            log(f"{n} nodes up in {time.monotonic() - t:.0f} s (load average {load_avg()})")
+            gpus = cluster_gpus()
+            wanted = max(sum(int(p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"])
+                             for p in single_pods(args.pods)), args.gang * args.gang_gpus)
+            if wanted > 0.9 * gpus:
+                cluster_down()
+                raise SystemExit(f"throughput: {n} nodes have {gpus} GPUs; --pods {args.pods} (or the gang) needs "
+                                 f"{wanted}, over 90% of them: use fewer pods or more nodes")
+            bench = Bench(args)
+            bench.ensure_namespace()
+            delete_all_pods(bench.api)
+            entry = {"nodes": n, "load_before": load_avg(), "runs": []}
+            try:
+                pods = single_pods(args.pods)
+                for mode in modes:
+                    entry["runs"].append(bench.run_mode(mode, pods))
+                if args.gang > 0:
+                    entry["gang"] = bench.run_gang(args.gang, args.gang_gpus)
+            finally:
+                bench.stop_all()
+            entry["load_after"] = load_avg()
+            report["sizes"].append(entry)
+            with open(args.out, "w", encoding="utf-8") as f:
+                json.dump(report, f, indent=2)
+    finally:
+        if not args.keep:
+            cluster_down()
 
     print(f"\nThroughput, {args.pods} pods of 1/2/4 GPUs, kube-scheduler qps {args.qps:g} burst {args.burst} "
           f"({machine}, commit {report['commit']}):")
@@ -622,7 +649,8 @@ def main():
             r["ratio"] = r["pods_per_s"] / base if base else None
             busy = ", ".join(f"{k} {v:.2f}" for k, v in sorted(r["cpu_cores_in_window"].items(),
                                                               key=lambda kv: -kv[1])[:4])
-            print(f"| {entry['nodes']:,} | {names[r['mode']]} | {r['pods_per_s']:.0f} | {ratio} | {busy} |")
+            name = names.get(r["mode"]) or f"{names['kube']}, binder.workers {r['mode'].split(':w')[1]}"
+            print(f"| {entry['nodes']:,} | {name} | {r['pods_per_s']:.0f} | {ratio} | {busy} |")
     for entry in report["sizes"]:
         g = entry.get("gang")
         if g:
