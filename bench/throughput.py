@@ -480,7 +480,9 @@ class Bench:
         cpu = {k: (c_hi[k] - c_lo[k]) / window for k in c_hi if c_hi.get(k) is not None and c_lo.get(k) is not None}
         res = {"mode": mode, "pods": total, "pods_per_s": rate, "window_s": window,
                "first_bound_s": times[0] - t_start, "all_bound_s": times[-1] - t_start,
-               "cpu_cores_in_window": cpu}
+               "cpu_cores_in_window": cpu,
+               # CPU per pod bound: what each process spends, whatever share of a busy machine it got
+               "cpu_ms_per_pod": {k: 1000 * v / rate for k, v in cpu.items()}}
         if self.troupe:
             res["troupe"] = self.troupe_metrics(total)
             log(f"mode {mode}: Troupe: {res['troupe']}")
@@ -637,8 +639,9 @@ def main():
 
     print(f"\nThroughput, {args.pods} pods of 1/2/4 GPUs, kube-scheduler qps {args.qps:g} burst {args.burst} "
           f"({machine}, commit {report['commit']}):")
-    print("| nodes | kube-scheduler with | pods/s | ratio | busiest processes (CPU cores in the 5-95% window) |")
-    print("|---:|---|---:|---:|---|")
+    print("| nodes | kube-scheduler with | pods/s | ratio | CPU ms per pod: kube-scheduler / all | "
+          "busiest processes (CPU cores in the 5-95% window) |")
+    print("|---:|---|---:|---:|---:|---|")
     names = {"none": "no extender", "standalone": "Troupe standalone (filter only)",
              "kube": "Troupe, Kubernetes mode (chart: Troupe binds)",
              "kube-compare": f"same, {args.compare_troupe}"}
@@ -650,7 +653,11 @@ def main():
             busy = ", ".join(f"{k} {v:.2f}" for k, v in sorted(r["cpu_cores_in_window"].items(),
                                                               key=lambda kv: -kv[1])[:4])
             name = names.get(r["mode"]) or f"{names['kube']}, binder.workers {r['mode'].split(':w')[1]}"
-            print(f"| {entry['nodes']:,} | {name} | {r['pods_per_s']:.0f} | {ratio} | {busy} |")
+            per_pod = r.get("cpu_ms_per_pod", {})
+            ks = per_pod.get("kube-scheduler", 0)
+            everything = sum(v for k, v in per_pod.items() if not k.startswith("bench"))
+            print(f"| {entry['nodes']:,} | {name} | {r['pods_per_s']:.0f} | {ratio} | {ks:.1f} / {everything:.1f} | "
+                  f"{busy} |")
     for entry in report["sizes"]:
         g = entry.get("gang")
         if g:
