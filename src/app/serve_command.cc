@@ -55,7 +55,8 @@ Flags:
                        maxGangs}, schedulerNames, learnedNodes {maxNodes, ttlSeconds},
                        limits {maxHeaderBytes, maxBodyBytesInFlight, maxConnections,
                        headerTimeoutSeconds, readTimeoutSeconds, idleTimeoutSeconds,
-                       writeTimeoutSeconds}.
+                       writeTimeoutSeconds}, binder {workers} (Kubernetes mode:
+                       Bindings in flight at once, default 8).
                        See examples/config.yaml and the README's Limits.
   --cluster FILE       YAML list of nodes for standalone mode (no Kubernetes API), e.g.
                        examples/cluster.yaml; requests never change these nodes. Without it
@@ -329,6 +330,7 @@ int serveCommand(const std::vector<std::string>& args) {
     char host[256] = {};
     if (gethostname(host, sizeof host - 1) == 0) kube_options.events.instance = host;
     kube_options.binder.scheduler_names = cfg.scheduler_names;
+    kube_options.binder.workers = cfg.bind_workers;
     cluster = std::make_unique<kube::KubeRuntime>(*api, scheduler, logger, kube_options, &metrics);
     handler.setReady(false);  // until the first full sync of nodes and pods
     handler.setBinder(&cluster->binder());

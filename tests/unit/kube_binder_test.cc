@@ -64,6 +64,11 @@ struct World : troupe::kube::testing::SyncWorld {
       for (auto& [k, v] : b["metadata"]["annotations"].items()) pod["metadata"]["annotations"][k] = v;
     }
   }
+  // The pod watch shows the pod as the fake API has it now.
+  void watch(const std::string& name) {
+    sync.podHandler().event(troupe::kube::WatchEventType::kModified, toKube(*api.pod("default", name)));
+  }
+  int reads(const std::string& name) { return api.count("GET", "/pods/" + name); }
   std::string nodeOf(const std::string& name) {
     auto p = api.pod("default", name);
     return p && (*p)["spec"].contains("nodeName") ? (*p)["spec"]["nodeName"].get<std::string>() : "";
@@ -490,6 +495,131 @@ TEST_CASE("binder: a Binding the pod watch never shows is read back, and the wat
     w.api.setHook(nullptr);
     CHECK(w.binder.reconcile(soon));
   }
+}
+
+TEST_CASE("binder: a pod the watch shows unbound is bound with one request", "[kube][binder][watched]") {
+  World w;
+  BindingArgs b = w.pod("w", 2);
+  w.watch("w");
+  auto r = w.binder.bind(b);
+  INFO(r.status().message());
+  REQUIRE(r.isOk());
+  CHECK(w.reads("w") == 0);  // no GET: the watch said enough
+  CHECK(w.api.count("POST", "/pods/w/binding") == 1);
+  CHECK(w.nodeOf("w") == "n1");
+  CHECK(w.annotation("w") == troupe::kube::formatGpus(r.value().gpus));
+  CHECK(w.binder.unechoedCount() == 1);
+  SECTION("a retry before the watch shows the binding reads the pod, and binds nothing twice") {
+    auto again = w.binder.bind(b);
+    INFO(again.status().message());
+    REQUIRE(again.isOk());
+    CHECK(again.value().gpus == r.value().gpus);
+    CHECK(w.reads("w") == 1);
+    CHECK(w.api.count("POST", "/binding") == 1);
+  }
+  SECTION("once the watch shows it bound, a retry reads the pod too") {
+    w.watch("w");
+    CHECK(w.binder.unechoedCount() == 0);
+    auto again = w.binder.bind(b);
+    REQUIRE(again.isOk());
+    CHECK(again.value().gpus == r.value().gpus);
+    CHECK(w.reads("w") == 1);
+    CHECK(w.api.count("POST", "/binding") == 1);
+  }
+}
+
+TEST_CASE("binder: a watch that lags behind the API binds nothing wrongly", "[kube][binder][watched]") {
+  World w;
+  SECTION("bound elsewhere meanwhile: refused, counted where it is") {
+    BindingArgs b = w.pod("lag", 2);
+    w.watch("lag");
+    json p = *w.api.pod("default", "lag");
+    p["spec"]["nodeName"] = "n2";
+    w.api.putPod(p);
+    auto r = w.binder.bind(b);
+    REQUIRE_FALSE(r.isOk());
+    CHECK_THAT(r.status().message(), Catch::Contains("bound to node n2"));
+    auto a = w.scheduler.allocationOf("uid-lag");
+    REQUIRE(a);
+    CHECK(a->node == "n2");
+    CHECK(a->unknown_gpus == 2);
+  }
+  SECTION("bound to this node by someone else: success, with the GPUs the pod carries") {
+    BindingArgs b = w.pod("other", 2);
+    w.watch("other");
+    json p = *w.api.pod("default", "other");
+    p["spec"]["nodeName"] = "n1";
+    p["metadata"]["annotations"]["troupe.dev/gpus"] = "6,7";
+    w.api.putPod(p);
+    auto r = w.binder.bind(b);
+    INFO(r.status().message());
+    REQUIRE(r.isOk());
+    CHECK(r.value().gpus == std::vector<int>{6, 7});
+    CHECK(w.scheduler.allocationOf("uid-other")->gpus == std::vector<int>{6, 7});
+  }
+  SECTION("replaced by a pod of the same name: refused, nothing held") {
+    BindingArgs b = w.pod("re", 2);
+    w.watch("re");
+    json p = *w.api.pod("default", "re");
+    p["metadata"]["uid"] = "uid-new";
+    w.api.putPod(p);
+    auto r = w.binder.bind(b);
+    REQUIRE_FALSE(r.isOk());
+    CHECK_THAT(r.status().message(), Catch::Contains("replaced"));
+    CHECK_FALSE(w.scheduler.allocationOf("uid-re"));
+  }
+  SECTION("deleted meanwhile: not found, nothing held") {
+    BindingArgs b = w.pod("gone", 2);
+    w.watch("gone");
+    w.api.deletePod("default", "gone");
+    auto r = w.binder.bind(b);
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.status().code() == Code::kNotFound);
+    CHECK_FALSE(w.scheduler.allocationOf("uid-gone"));
+  }
+  CHECK(w.binder.unconfirmedCount() == 0);
+}
+
+TEST_CASE("binder: the watch never lets another profile's pod skip the read", "[kube][binder][watched]") {
+  World w;
+  json p = podJson("dflt", 2);
+  p["spec"]["schedulerName"] = "default-scheduler";
+  w.api.putPod(p);
+  troupe::sched::PodFacts f = troupe::testing::gpuPod("dflt", 2);
+  f.uid = "uid-dflt";
+  REQUIRE_FALSE(w.scheduler.filter(f, {"n1"}).passed.empty());
+  w.watch("dflt");
+  auto r = w.binder.bind(BindingArgs{"dflt", "default", "uid-dflt", "n1"});
+  REQUIRE_FALSE(r.isOk());
+  CHECK_THAT(r.status().message(), Catch::Contains("default-scheduler"));
+  CHECK(w.reads("dflt") == 1);
+  CHECK(w.api.count("POST", "/binding") == 0);
+}
+
+TEST_CASE("cluster sync: the unbound GPU pods the binder may bind without a read", "[kube][sync][watched]") {
+  troupe::kube::testing::SyncWorld w;
+  auto view = [](const json& j) { return troupe::kube::decodePod(toKube(j)).value(); };
+  w.sync.applyPod(view(podJson("a", 2)));
+  REQUIRE(w.sync.pendingPod("uid-a"));
+  CHECK(w.sync.pendingPod("uid-a")->name == "a");
+  CHECK(w.sync.pendingPod("uid-a")->ns == "default");
+  CHECK(w.sync.pendingPod("uid-a")->scheduler_name == "troupe-scheduler");
+  w.sync.applyPod(view(podJson("cpu", 0)));
+  CHECK_FALSE(w.sync.pendingPod("uid-cpu"));  // not a GPU pod: nothing kept
+  json dying = podJson("dying", 1);
+  dying["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z";
+  w.sync.applyPod(view(dying));
+  CHECK_FALSE(w.sync.pendingPod("uid-dying"));
+  w.sync.applyPod(view(podJson("a", 2, "n1", "0,1")));  // bound
+  CHECK_FALSE(w.sync.pendingPod("uid-a"));
+  w.sync.applyPod(view(podJson("b", 1)));
+  w.sync.deletePod("uid-b");
+  CHECK_FALSE(w.sync.pendingPod("uid-b"));
+  // A relist forgets the pods it no longer shows.
+  w.sync.applyPod(view(podJson("c", 1)));
+  w.sync.podHandler().beginList();
+  w.sync.podHandler().endList();
+  CHECK_FALSE(w.sync.pendingPod("uid-c"));
 }
 
 TEST_CASE("events: rate-limited per pod and reason, and overall", "[kube][events]") {

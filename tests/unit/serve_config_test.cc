@@ -60,3 +60,21 @@ TEST_CASE("serve config: learnedNodes", "[config][security]") {
   REQUIRE_FALSE(c.isOk());
   CHECK_THAT(c.status().message(), Catch::Contains("learnedNodes.ttl: unknown key"));
 }
+
+TEST_CASE("serve config: binder.workers bounds the Bindings in flight", "[config]") {
+  auto c = parseServeConfig("", "t.yaml");
+  REQUIRE(c.isOk());
+  CHECK(c.value().bind_workers == 8);
+  c = parseServeConfig("binder: {workers: 32}\n", "t.yaml");
+  REQUIRE(c.isOk());
+  CHECK(c.value().bind_workers == 32);
+  c = parseServeConfig("binder:\n  workers: 0\n", "t.yaml");
+  REQUIRE_FALSE(c.isOk());
+  CHECK_THAT(c.status().message(), Catch::StartsWith("t.yaml:2: binder.workers: must be 1 to 256"));
+  c = parseServeConfig("binder:\n  workers: many\n", "t.yaml");
+  REQUIRE_FALSE(c.isOk());
+  CHECK_THAT(c.status().message(), Catch::Contains("binder.workers"));
+  c = parseServeConfig("binder:\n  threads: 4\n", "t.yaml");
+  REQUIRE_FALSE(c.isOk());
+  CHECK_THAT(c.status().message(), Catch::Contains("binder.threads: unknown key"));
+}

@@ -53,9 +53,10 @@ struct SchedulerConfig {
   PolicyConfig policy;
   size_t max_pending_pods = 100000;  // pods remembered between filter and bind
   NodeLearning learning;
-  // Filter passes only the policy's best node (bestByValue), the rest fail with "a better-placed
-  // node exists". kube-scheduler takes a lone feasible node without scoring, so Troupe's
-  // choice is not diluted by the 0..10 extender scale, its weight or the in-tree scores.
+  // Filter passes only the policy's best node (bestByValue); the other fitting nodes are left
+  // out of the answer (neither passed nor failed). kube-scheduler takes a lone feasible node
+  // without scoring, so Troupe's choice is not diluted by the 0..10 extender scale, its weight
+  // or the in-tree scores.
   bool narrow_to_best = false;
   // Narrowing reuses a node's value while the node, the request and the mix are unchanged
   // (ScoreMemo); off only to measure scoring from scratch.

@@ -197,9 +197,27 @@ void Binder::begin(const JobPtr& job) {
   if (acquire(job)) prepare(job);
 }
 
+bool Binder::watchedUnbound(const JobPtr& job) {
+  const http::BindingArgs& b = job->args;
+  std::optional<ClusterSync::PendingPod> p = sync_.pendingPod(b.pod_uid);
+  if (!p || p->ns != b.pod_namespace || p->name != b.pod_name) return false;
+  // Another profile's pod takes the reading path, which refuses it with the reason.
+  if (std::find(options_.scheduler_names.begin(), options_.scheduler_names.end(), p->scheduler_name) ==
+      options_.scheduler_names.end()) {
+    return false;
+  }
+  // A Binding of it may exist that the watch has not shown yet: read the pod.
+  std::lock_guard lock(pods_mu_);
+  return sent_.count(b.pod_uid) == 0;
+}
+
 void Binder::prepare(const JobPtr& job) {
   const http::BindingArgs& b = job->args;
   const std::string key = b.pod_namespace + "/" + b.pod_name;
+  if (watchedUnbound(job)) {
+    reserveUnbound(job);
+    return;
+  }
   ApiReply r = getPod(b.pod_namespace, b.pod_name);
   if (!r.ok()) {
     if (r.kind == ApiErrorKind::kNotFound) {
@@ -256,7 +274,12 @@ void Binder::prepare(const JobPtr& job) {
     finish(job, a);
     return;
   }
-  // Unbound, as read just now: a reservation it holds on another node is a leftover of an
+  reserveUnbound(job);
+}
+
+void Binder::reserveUnbound(const JobPtr& job) {
+  const http::BindingArgs& b = job->args;
+  // Unbound, as read or watched: a reservation it holds on another node is a leftover of an
   // earlier failed attempt; one on this node is reused.
   if (std::optional<model::Allocation> held = scheduler_.allocationOf(b.pod_uid);
       held && held->node != b.node) {
@@ -345,11 +368,15 @@ void Binder::verify(const JobPtr& job, const model::Allocation& a, const std::st
   if (p.facts.uid == b.pod_uid && p.facts.node_name == b.node) {
     logger_.info("binding confirmed after an error", {{"pod", key}, {"node", b.node}, {"error", failure}});
     markCreated(b.pod_uid);
+    // Bound here, perhaps by an earlier attempt or another replica: the GPUs are the pod's
+    // annotation (usually this reservation), and the answer says so.
+    sync_.applyPod(p);
+    model::Allocation held = scheduler_.allocationOf(b.pod_uid).value_or(a);
     if (events_) {
       events_->podEvent(PodRef{b.pod_namespace, b.pod_name, b.pod_uid}, "Normal", "GPUsAssigned",
-                        assignmentMessage(a));
+                        assignmentMessage(held));
     }
-    finish(job, a);
+    finish(job, held);
     return;
   }
   abandon(b.pod_uid);

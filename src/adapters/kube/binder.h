@@ -1,6 +1,8 @@
 // Binding a pod through the API server, for kube-scheduler's bind verb:
 //
-//   1. GET the pod. Gone, or replaced by a pod of another uid: refuse. Its spec.schedulerName
+//   1. Read the pod: from the pod watch when it shows the pod unbound, of one of Troupe's
+//      profiles, and no Binding of it is outstanding (the common case: one request binds the
+//      pod); otherwise GET it. Gone, or replaced by a pod of another uid: refuse. Its spec.schedulerName
 //      is not one of Troupe's profiles (BinderOptions::scheduler_names): refuse, whatever
 //      else holds, so the verb cannot be used to bind other schedulers' pods. Already bound
 //      to this node (a retried bind whose answer was lost): success, and its GPUs are read
@@ -10,6 +12,9 @@
 //      attempt is dropped first. The core refuses a node that did not pass this pod's latest
 //      filter, and a pod it has no filter record of: this Troupe restarted after the filter,
 //      and kube-scheduler filters the pod again when it retries.
+//      A watch that lags behind costs nothing in safety: the Binding's uid precondition and
+//      the API server's refusal to bind a bound pod (409) send a stale case to the read-back
+//      below, which finds the truth.
 //   3. POST the pods/binding subresource, with the uid as precondition and troupe.dev/gpus in
 //      the Binding's metadata.annotations: the API server copies them onto the pod in the same
 //      write that sets spec.nodeName, so a bound pod always carries its GPUs, one write binds
@@ -121,6 +126,10 @@ class Binder final : public http::PodBinder {
   void workerLoop();
   void begin(const JobPtr& job);
   void prepare(const JobPtr& job);
+  // The pod watch shows the pod unbound, of Troupe's profiles, and no Binding of it is
+  // outstanding: no need to read it before binding.
+  bool watchedUnbound(const JobPtr& job);
+  void reserveUnbound(const JobPtr& job);
   // The next bind queued behind the pod's current one, or nullptr (and the pod is no longer
   // busy). Caller holds pods_mu_.
   JobPtr takeNextLocked(const std::string& uid);

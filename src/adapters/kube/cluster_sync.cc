@@ -102,8 +102,21 @@ void ClusterSync::applyPod(const PodView& pod) {
   applyPodLocked(pod);
 }
 
+std::optional<ClusterSync::PendingPod> ClusterSync::pendingPod(const std::string& uid) const {
+  std::lock_guard lock(mu_);
+  auto it = pending_.find(uid);
+  if (it == pending_.end()) return std::nullopt;
+  return it->second.pod;
+}
+
 void ClusterSync::applyPodLocked(const PodView& pod) {
   const std::string& uid = pod.facts.uid;
+  if (!pod.bound() && !pod.terminating && !pod.finished && pod.gpus > 0) {
+    pending_[uid] =
+        PendingRecord{PendingPod{pod.facts.ns, pod.facts.name, pod.scheduler_name}, pod_generation_};
+  } else {
+    pending_.erase(uid);
+  }
   // A pod being deleted is gone for scheduling (kube-scheduler never schedules it again) and
   // leaves its gang now; once bound, it still holds its GPUs until it is gone from the API.
   if (pod.terminating) scheduler_.forgetPod(uid);
@@ -208,6 +221,7 @@ void ClusterSync::deletePod(const std::string& uid) {
 }
 
 void ClusterSync::forgetPodLocked(const std::string& uid) {
+  pending_.erase(uid);
   auto it = pods_.find(uid);
   if (it != pods_.end()) {
     if (!it->second.recorded) {
@@ -235,6 +249,9 @@ void ClusterSync::PodHandler::endList() {
       if (rec.generation != sync_.pod_generation_) gone.push_back(uid);
     }
     for (const std::string& uid : gone) sync_.forgetPodLocked(uid);
+    for (auto it = sync_.pending_.begin(); it != sync_.pending_.end();) {
+      it = it->second.generation != sync_.pod_generation_ ? sync_.pending_.erase(it) : std::next(it);
+    }
     if (!gone.empty()) {
       sync_.logger_.info("relist: pods gone while the watch was down",
                          {{"released", std::to_string(gone.size())}});

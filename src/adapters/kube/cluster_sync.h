@@ -19,8 +19,12 @@
 // Applying the same state twice is a no-op, so the watch's echo of Troupe's own binding, a
 // relist and a binder's confirmation never double-count.
 //
-// Memory: only GPU pods are kept (node, GPU mask, share, pod key: ~200 bytes each plus the
-// core's own allocation record); other pods leave nothing behind. Nodes keep an 8-byte digest
+// The binder also asks what the watch last showed of an unbound GPU pod (pendingPod): when it
+// shows the pod unbound, the binder sends the Binding without reading the pod first.
+//
+// Memory: only GPU pods are kept (bound: node, GPU mask, share, pod key: ~200 bytes each plus
+// the core's own allocation record; unbound: namespace, name and scheduler name until bound or
+// deleted); other pods leave nothing behind. Nodes keep an 8-byte digest
 // of their GPU facts so unchanged status updates skip the core.
 #pragma once
 
@@ -28,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -54,6 +59,12 @@ class ClusterSync {
   void deletePod(const std::string& uid);
   void applyNode(const model::NodeFacts& facts);
   void deleteNode(const std::string& name);
+
+  // An unbound GPU pod, not being deleted, as the pod watch (or a list) last showed it.
+  struct PendingPod {
+    std::string ns, name, scheduler_name;
+  };
+  std::optional<PendingPod> pendingPod(const std::string& uid) const;
 
   bool nodesSynced() const { return nodes_synced_.load(); }
   bool podsSynced() const { return pods_synced_.load(); }
@@ -84,6 +95,10 @@ class ClusterSync {
     int16_t unknown = 0;      // GPUs whose indices are unknown
     bool recorded = false;    // in the core (false: its node is unknown)
     uint32_t generation = 0;  // the pod list that last saw it
+  };
+  struct PendingRecord {
+    PendingPod pod;
+    uint32_t generation = 0;
   };
   struct NodeRecord {
     uint64_t digest = 0;
@@ -128,6 +143,7 @@ class ClusterSync {
 
   mutable std::mutex mu_;                                              // guards everything below
   std::unordered_map<std::string, PodRecord> pods_;                    // uid -> bound GPU pod
+  std::unordered_map<std::string, PendingRecord> pending_;             // uid -> unbound GPU pod
   std::unordered_map<std::string, std::vector<std::string>> orphans_;  // node -> pod uids waiting for it
   std::unordered_map<std::string, NodeRecord> nodes_;
   uint32_t pod_generation_ = 0;

@@ -119,7 +119,7 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
   Where w{source};
   if (Status s = checkKeys(w, root, "",
                            {"listen", "maxBodyBytes", "logLevel", "policy", "filter", "topology", "gang",
-                            "schedulerNames", "learnedNodes", "limits"});
+                            "schedulerNames", "learnedNodes", "limits", "binder"});
       !s.isOk())
     return s;
   if (root["listen"]) {
@@ -227,6 +227,17 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
         return w.at(gang["maxGangs"], "gang.maxGangs", "must be from 1 to 1000000");
       }
       c.max_gangs = static_cast<size_t>(v.value());
+    }
+  }
+  if (const YAML::Node binder = root["binder"]) {
+    if (Status st = checkKeys(w, binder, "binder", {"workers"}); !st.isOk()) return st;
+    if (binder["workers"]) {
+      Result<int64_t> v =
+          scalar<int64_t>(w, binder["workers"], "binder.workers", "a number of concurrent Bindings (1-256)");
+      if (!v.isOk()) return v.status();
+      if (v.value() < 1 || v.value() > 256)
+        return w.at(binder["workers"], "binder.workers", "must be 1 to 256 (concurrent Bindings in flight)");
+      c.bind_workers = static_cast<int>(v.value());
     }
   }
   if (const YAML::Node names = root["schedulerNames"]) {

@@ -79,6 +79,8 @@ struct ServeConfig {
   std::chrono::milliseconds gang_max_timeout{std::chrono::minutes(5)};
   size_t max_gangs = 10000;
   std::vector<std::string> scheduler_names = {"troupe-scheduler"};
+  // Kubernetes mode: Bindings in flight at once (binder.workers); each worker sends one.
+  int bind_workers = 8;
   size_t learned_max_nodes = 10000;
   int64_t learned_ttl_seconds = 3600;
   ServerLimitsConfig limits;
