@@ -63,7 +63,9 @@ TEST_CASE("filter record: narrowing records only the node it kept", "[scheduler]
   REQUIRE(f.passed.size() == 1);
   const std::string kept = f.passed.front();
   const std::string other = kept == "n1" ? "n2" : "n1";
-  CHECK(f.failed.contains(other));
+  // The fitting node Troupe did not choose is left out of the answer (not listed as failed,
+  // which cost kube-scheduler a status per node), yet a bind there is still refused.
+  CHECK_FALSE(f.failed.contains(other));
   CHECK_THAT(reserveOn(s, pod, other).message(), Catch::Contains("did not pass Troupe's filter"));
   CHECK(reserveOn(s, pod, kept).isOk());
 }

@@ -24,6 +24,7 @@ void checkEqual(const ServeConfig& a, const ServeConfig& b) {
   CHECK(a.gang_max_timeout == b.gang_max_timeout);
   CHECK(a.max_gangs == b.max_gangs);
   CHECK(a.scheduler_names == b.scheduler_names);
+  CHECK(a.bind_workers == b.bind_workers);
   CHECK(a.learned_max_nodes == b.learned_max_nodes);
   CHECK(a.learned_ttl_seconds == b.learned_ttl_seconds);
   CHECK(a.limits.max_header_bytes == b.limits.max_header_bytes);
@@ -47,7 +48,7 @@ TEST_CASE("print-config: the defaults read back as the defaults", "[config]") {
   for (const char* key :
        {"listen:", "maxBodyBytes:", "logLevel:", "policy:", "weights:", "filter:", "narrowTo: all",
         "topology:", "levels:", "gang:", "timeout: 300s", "maxTimeout: 300s",
-        "maxGangs:", "schedulerNames:", "learnedNodes:", "limits:", "writeTimeoutSeconds:"}) {
+        "maxGangs:", "schedulerNames:", "workers: 8", "learnedNodes:", "limits:", "writeTimeoutSeconds:"}) {
     CHECK_THAT(text, Catch::Contains(key));
   }
 }
@@ -63,6 +64,7 @@ filter: {narrowTo: best}
 topology: {levels: [example.com/hall, example.com/row]}
 gang: {timeout: 1500ms, maxTimeout: 90s, maxGangs: 7}
 schedulerNames: [gpu-a, gpu-b]
+binder: {workers: 3}
 learnedNodes: {maxNodes: 5, ttlSeconds: 60}
 limits:
   maxHeaderBytes: 4096

@@ -343,6 +343,9 @@ std::string formatServeConfig(const ServeConfig& c) {
   out << YAML::Key << "schedulerNames" << YAML::Value << YAML::BeginSeq;
   for (const std::string& name : c.scheduler_names) out << name;
   out << YAML::EndSeq;
+  out << YAML::Key << "binder" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "workers" << YAML::Value << c.bind_workers;
+  out << YAML::EndMap;
   out << YAML::Key << "learnedNodes" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "maxNodes" << YAML::Value << c.learned_max_nodes;
   out << YAML::Key << "ttlSeconds" << YAML::Value << c.learned_ttl_seconds;

@@ -20,6 +20,8 @@
 //                                   # kube-scheduler's extender httpTimeout
 //     maxGangs: 10000               # gangs tracked at once; more are refused with a reason
 //   schedulerNames: [troupe-scheduler]  # Kubernetes mode: bind only pods of these profiles
+//   binder:
+//     workers: 8                    # Kubernetes mode: Bindings in flight at once (1-256)
 //   learnedNodes:                   # learn mode only (neither --cluster nor the API)
 //     maxNodes: 10000               # nodes kept from request bodies at most
 //     ttlSeconds: 3600              # forgotten when no request carried them this long
