@@ -80,8 +80,13 @@ Flags:
                        default) or every node that fits (all, the default here and in
                        `troupe serve`)
   --cold-scores        with --narrow-to best: score every feasible node afresh on every
-                       call, as for the first pod of a shape or after the request mix
-                       changed (default: remembered scores, as `troupe serve` does)
+                       call, without the memo of remembered scores (default: remembered
+                       scores, as `troupe serve` does)
+  --new-shape          with --narrow-to best: every timed call is the first pod of its shape
+                       for the memo (pods of 8 CPU requests, 48 to 48.007 cores, in turn;
+                       the memo keeps 4 shapes per node), as for a new pod shape or the
+                       first call after the request mix changed: every feasible node is
+                       scored and remembered, as `troupe serve` does it
   --connections LIST   loopback connection counts (default 1,16,64; quick 1,64)
   --duration S         seconds per loopback run (default 5; quick 1.5)
   --wrk                also load the server with wrk (if installed), at the largest
@@ -236,6 +241,7 @@ struct Options {
   bool wrk = false;             // also drive the loopback server with wrk
   bool narrow_to_best = false;  // filter keeps only the best node (the chart's narrowTo: best)
   bool remember_scores = true;  // false: narrowing scores every node afresh on every call
+  bool new_shape = false;       // every timed call a pod of a shape the memo does not hold
 };
 
 Options parseOptions(int argc, char** argv) {
@@ -322,6 +328,8 @@ Options parseOptions(int argc, char** argv) {
       o.narrow_to_best = v == "best";
     } else if (a == "--cold-scores") {
       o.remember_scores = false;
+    } else if (a == "--new-shape") {
+      o.new_shape = true;
     } else if (a == "--in-process") {
       o.in_process = true;
     } else if (a == "--no-breakdown") {
@@ -434,9 +442,12 @@ Budget budgetFor(const Options& o, const std::string& mode, int nodes) {
 
 // Times decodeExtenderArgs, the Scheduler call and the encoder on their own, as
 // ExtenderHandler::filter / ::prioritize chain them, to show which stage dominates.
-void timeStages(sched::Scheduler& scheduler, LatencyRow& row, const std::string& body, int runs) {
+// `bodies` are used in turn (one, or one per pod shape with --new-shape).
+void timeStages(sched::Scheduler& scheduler, LatencyRow& row, const std::vector<std::string>& bodies,
+                int runs) {
   std::vector<double> dec, core, enc;
   for (int i = 0; i < runs; ++i) {
+    const std::string& body = bodies[static_cast<size_t>(i) % bodies.size()];
     const auto t0 = Clock::now();
     Result<http::ExtenderArgs> args = http::decodeExtenderArgs(body);
     const auto t1 = Clock::now();
@@ -473,15 +484,18 @@ void timeStages(sched::Scheduler& scheduler, LatencyRow& row, const std::string&
 }
 
 LatencyRow timeCase(http::ExtenderHandler& handler, const std::string& verb, const std::string& mode,
-                    const std::string& pod, int nodes, const std::string& body, const Budget& budget) {
+                    const std::string& pod, int nodes, const std::vector<std::string>& bodies,
+                    const Budget& budget) {
   LatencyRow row;
   row.verb = verb;
   row.mode = mode;
   row.pod = pod;
   row.nodes = nodes;
+  const std::string& body = bodies.back();
   row.request_bytes = body.size();
   const std::string path = "/" + verb;
-  // One unmeasured call: checks the answer, warms caches and the GPU-set memo.
+  // One unmeasured call: checks the answer, warms caches and the GPU-set memo. With several
+  // bodies (--new-shape) it is the last one, and the timed calls start with the first.
   malloc_trim(0);
   const double rss_before = rssMiB();
   const bool peak_ok = mode == "full" && resetPeak();
@@ -512,7 +526,7 @@ LatencyRow timeCase(http::ExtenderHandler& handler, const std::string& verb, con
   while (static_cast<int>(samples.size()) < budget.max_iterations) {
     const double c0 = threadCpuMs();
     const auto t0 = Clock::now();
-    http::HttpResponse r = handler.handle("POST", path, body);
+    http::HttpResponse r = handler.handle("POST", path, bodies[samples.size() % bodies.size()]);
     const auto t1 = Clock::now();
     cpu.push_back(threadCpuMs() - c0);
     if (r.status != 200) {
@@ -554,21 +568,32 @@ std::vector<LatencyRow> measureSize(const Options& o, int n) {
     if (!want("filter", mode) && !want("prioritize", mode)) continue;
     for (const std::string& pod_kind : o.pods) {
       const bool nvlink = pod_kind == "4gpu-nvlink";
-      const std::string pod =
-          makePodObject(
-              nvlink ? "llm-pretrain-7b-nvl-0-k2d9w" : "llm-pretrain-7b-0-x8q4t",
-              nvlink ? "7e41c2a9-5b3d-4f6e-8a1b-9c0d2e3f4a5b" : "3c9a6f1e-7b2d-4e8a-9f10-2a6b5c4d8e71", 4,
-              nvlink)
-              .dump();
-      const std::string body =
-          mode == "names" ? namesBody(pod, cluster.names) : fullBody(pod, cluster.node_json);
+      const std::string name = nvlink ? "llm-pretrain-7b-nvl-0-k2d9w" : "llm-pretrain-7b-0-x8q4t";
+      const std::string uid =
+          nvlink ? "7e41c2a9-5b3d-4f6e-8a1b-9c0d2e3f4a5b" : "3c9a6f1e-7b2d-4e8a-9f10-2a6b5c4d8e71";
+      // --new-shape: 8 pods differing only in their CPU request (a new shape each for the
+      // memo, which keeps 4 per node), uid and name; 48 cores to 48.007 change no fit.
+      const int shapes = o.new_shape ? 8 : 1;
+      std::vector<std::string> bodies;
+      for (int k = 0; k < shapes; ++k) {
+        http::Json object =
+            makePodObject(k == 0 ? name : name + "-s" + std::to_string(k),
+                          k == 0 ? uid : uid.substr(0, uid.size() - 1) + std::to_string(k), 4, nvlink);
+        if (k > 0) {
+          http::Json& resources = object["spec"]["containers"][0]["resources"];
+          resources["requests"]["cpu"] = std::to_string(48000 + k) + "m";
+          resources["limits"]["cpu"] = std::to_string(48000 + k) + "m";
+        }
+        const std::string pod = object.dump();
+        bodies.push_back(mode == "names" ? namesBody(pod, cluster.names) : fullBody(pod, cluster.node_json));
+      }
       for (const std::string verb : {"filter", "prioritize"}) {
         if (!want(verb, mode)) continue;
-        rows.push_back(timeCase(service.handler, verb, mode, pod_kind, n, body, budgetFor(o, mode, n)));
+        rows.push_back(timeCase(service.handler, verb, mode, pod_kind, n, bodies, budgetFor(o, mode, n)));
         LatencyRow& r = rows.back();
         if (o.breakdown) {
           const int stage_runs = mode == "names" ? (o.quick ? 20 : 50) : (o.quick ? 2 : 5);
-          timeStages(service.scheduler, r, body, std::max(1, std::min(r.iterations, stage_runs)));
+          timeStages(service.scheduler, r, bodies, std::max(1, std::min(r.iterations, stage_runs)));
         }
         std::cerr << "    " << verb << "/" << mode << " " << pod_kind << ": p50 " << ms(r.p50) << " ms, p99 "
                   << ms(r.p99) << " ms (" << r.iterations << " runs)\n";

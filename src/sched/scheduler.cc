@@ -10,6 +10,7 @@
 #include "troupe/model/topology_levels.h"
 #include "troupe/sched/best_node.h"
 #include "troupe/sched/node_scoring.h"
+#include "troupe/sched/shared_node_values.h"
 
 namespace troupe::sched {
 namespace {
@@ -320,7 +321,9 @@ int Scheduler::narrowLocked(const GpuRequest& req, const std::vector<const model
                             FilterResult& out) const {
   const std::shared_ptr<const RequestMix> mix = mix_window_.current();
   const ScoreContext context{mix.get(), nullptr};
-  auto score = [&](const model::NodeState& node) { return nodeValue(config_.policy, node, req, context); };
+  // Nodes in the same scoring state (profile, GPUs in use, ...) share one computed value.
+  SharedNodeValues shared(config_.policy, req, context);
+  auto score = [&](const model::NodeState& node) { return shared.value(node); };
   std::vector<double> values(nodes.size());
   if (config_.remember_scores) {
     score_memo_.values(nodes, req, mix, score, values);

@@ -1,0 +1,65 @@
+// Narrowing values shared by nodes in the same scoring state, within one filter call.
+//
+// The first filter of a new pod shape scores every feasible node: thousands of GPU set
+// searches and fragmentation sums. Troupe's and FGD's values read a node only through its GPU
+// topology, GPU count, per-GPU use, GPUs held at unknown indices, which typical requests of
+// the mix accept its GPU product, and which of the mix's CPU thresholds its free CPU (before
+// and after the pod) reaches. Nodes of one profile with the same GPUs in use agree on all of
+// these, and a cluster has few such states, so each state is scored once per call and every
+// other node in it takes the same value: exactly nodeValue's, not an approximation.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "troupe/model/node.h"
+#include "troupe/sched/node_scoring.h"
+#include "troupe/sched/pod_request.h"
+#include "troupe/sched/policy.h"
+
+namespace troupe::sched {
+
+class SharedNodeValues {
+ public:
+  // The references must outlive this object; the nodes must not change while it is used.
+  SharedNodeValues(const PolicyConfig& policy, const GpuRequest& req, const ScoreContext& context);
+
+  // nodeValue(policy, node, req, context) for a node that fits the pod (findMisfit).
+  double value(const model::NodeState& node);
+
+  // How many values were computed (the rest were shared).
+  size_t computed() const { return computed_; }
+
+ private:
+  // Nodes with more GPUs than this are scored one by one (their use does not fit the key).
+  static constexpr int kMaxKeyedGpus = 16;
+  using Key = std::array<uint64_t, 8>;
+  struct Slot {
+    Key key{};
+    double value = 0;
+    bool used = false;
+  };
+
+  // False when the node's state cannot be keyed (too many GPUs).
+  bool keyOf(const model::NodeState& node, Key& key);
+  uint64_t accessOf(const std::string& product);
+  uint32_t cpuClass(int64_t cpu_left) const;
+  void grow();
+
+  const PolicyConfig& policy_;
+  const GpuRequest& req_;
+  const ScoreContext& context_;
+  const bool shareable_;                                       // the policy's value depends on nothing else
+  std::vector<int64_t> cpu_thresholds_;                        // the mix's CPU requests, sorted, distinct
+  bool products_matter_ = false;                               // some typical request lists GPU models
+  uint64_t all_access_ = 0;                                    // mixAccess of any product when none does
+  std::vector<std::pair<std::string_view, uint64_t>> access_;  // product -> mixAccess
+  std::vector<Slot> slots_;                                    // open addressing, a power of two in size
+  size_t filled_ = 0;
+  size_t computed_ = 0;
+};
+
+}  // namespace troupe::sched
