@@ -37,22 +37,23 @@ SharedNodeValues::SharedNodeValues(const PolicyConfig& policy, const GpuRequest&
   // (a cache miss per node, it lives on the heap) need not be read.
   const auto& entries = mix.entries();
   products_matter_ =
-      std::any_of(entries.begin(), entries.begin() + static_cast<long>(std::min<size_t>(entries.size(), 64)),
-                  [](const TypicalRequest& m) { return !m.models.empty(); });
-  if (!products_matter_) all_access_ = mixAccess(mix, "");
+      std::any_of(entries.begin(), entries.end(), [](const TypicalRequest& m) { return !m.models.empty(); });
   std::sort(cpu_thresholds_.begin(), cpu_thresholds_.end());
   cpu_thresholds_.erase(std::unique(cpu_thresholds_.begin(), cpu_thresholds_.end()), cpu_thresholds_.end());
   slots_.resize(64);
 }
 
 uint64_t SharedNodeValues::accessOf(const std::string& product) {
-  for (const auto& [p, access] : access_) {
-    if (p == product) return access;
+  for (const auto& [p, id] : access_) {
+    if (p == product) return id;
   }
   const RequestMix& mix = context_.mix ? *context_.mix : RequestMix::defaults();
-  const uint64_t access = mixAccess(mix, product);
-  access_.emplace_back(product, access);
-  return access;
+  std::vector<uint64_t> access = mixAccess(mix, product);
+  auto it = std::find(distinct_access_.begin(), distinct_access_.end(), access);
+  const uint64_t id = static_cast<uint64_t>(it - distinct_access_.begin());
+  if (it == distinct_access_.end()) distinct_access_.push_back(std::move(access));
+  access_.emplace_back(product, id);
+  return id;
 }
 
 // fragmentation() compares CPU left only against the mix's requests (cpu_left >= m.cpu_milli):
@@ -67,7 +68,7 @@ bool SharedNodeValues::keyOf(const model::NodeState& node, Key& key) {
   if (gpus > kMaxKeyedGpus) return false;
   const int64_t cpu = cpuLeft(node);
   key[0] = reinterpret_cast<uintptr_t>(&node.topology());
-  key[1] = products_matter_ ? accessOf(node.info().gpu_product) : all_access_;
+  key[1] = products_matter_ ? accessOf(node.info().gpu_product) : 0;
   key[2] = uint64_t{cpuClass(cpu)} << 32 | cpuClass(cpu - req_.cpu_milli);
   key[3] =
       static_cast<uint64_t>(static_cast<uint32_t>(gpus)) << 32 | static_cast<uint32_t>(node.unknownHeld());

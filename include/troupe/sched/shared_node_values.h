@@ -45,6 +45,7 @@ class SharedNodeValues {
 
   // False when the node's state cannot be keyed (too many GPUs).
   bool keyOf(const model::NodeState& node, Key& key);
+  // An id shared by the products whose mixAccess (which typical requests accept them) is equal.
   uint64_t accessOf(const std::string& product);
   uint32_t cpuClass(int64_t cpu_left) const;
   void grow();
@@ -55,8 +56,8 @@ class SharedNodeValues {
   const bool shareable_;                                       // the policy's value depends on nothing else
   std::vector<int64_t> cpu_thresholds_;                        // the mix's CPU requests, sorted, distinct
   bool products_matter_ = false;                               // some typical request lists GPU models
-  uint64_t all_access_ = 0;                                    // mixAccess of any product when none does
-  std::vector<std::pair<std::string_view, uint64_t>> access_;  // product -> mixAccess
+  std::vector<std::pair<std::string_view, uint64_t>> access_;  // product -> id in distinct_access_
+  std::vector<std::vector<uint64_t>> distinct_access_;         // the mixAccess words of each id
   std::vector<Slot> slots_;                                    // open addressing, a power of two in size
   size_t filled_ = 0;
   size_t computed_ = 0;
