@@ -15,8 +15,9 @@ prometheus::Histogram::BucketBoundaries latencyBuckets() {
 
 }  // namespace
 
-Metrics::Metrics(const std::string& version)
-    : registry_(std::make_shared<prometheus::Registry>()),
+Metrics::Metrics(const std::string& version, PerNodeSeries per_node)
+    : per_node_(per_node),
+      registry_(std::make_shared<prometheus::Registry>()),
       request_duration_(prometheus::BuildHistogram()
                             .Name("troupe_extender_request_duration_seconds")
                             .Help("Time Troupe spent answering one kube-scheduler extender call, by verb.")
@@ -97,6 +98,13 @@ Metrics::Metrics(const std::string& version)
                      .Help("GPUs of one node in Troupe's model, by state: total, allocated (GPU-equivalents "
                            "held, shares counted in thousandths), shared (GPUs split between pods).")
                      .Register(*registry_)),
+      node_series_exported_(prometheus::BuildGauge()
+                                .Name("troupe_node_series_exported")
+                                .Help("1 while the per-node series (troupe_node_gpus) are exported, 0 while "
+                                      "metrics.perNodeSeries keeps them off (auto: at 1,000 GPU nodes and "
+                                      "more, by default).")
+                                .Register(*registry_)
+                                .Add({})),
       node_scores_(prometheus::BuildCounter()
                        .Name("troupe_filter_node_scores_total")
                        .Help("Node values filter ranked for narrowTo: best, by source: remembered from an "
@@ -196,9 +204,14 @@ void Metrics::refreshCluster(const sched::ClusterSummary& s) {
     nodes_.Remove(it->second.nodes);
     it = product_series_.erase(it);
   }
-  std::unordered_set<std::string> seen;
-  for (const sched::ClusterSummary::NodeRow& n : s.by_node) {
-    seen.insert(n.node);
+  size_t gpu_nodes = 0;
+  for (const sched::ClusterSummary::Row& r : s.by_product) gpu_nodes += static_cast<size_t>(r.nodes);
+  const bool per_node = per_node_.exportedFor(gpu_nodes) && !s.node_rows_omitted;
+  node_series_exported_.Set(per_node ? 1 : 0);
+  // Nodes not stamped with this refresh left the model (or per-node series are off): removed.
+  const uint64_t now = ++refreshes_;
+  const std::vector<sched::ClusterSummary::NodeRow> none;
+  for (const sched::ClusterSummary::NodeRow& n : per_node ? s.by_node : none) {
     NodeSeries& series = node_series_[n.node];
     if (series.total == nullptr || series.product != n.product) {
       if (series.total != nullptr) {
@@ -209,12 +222,13 @@ void Metrics::refreshCluster(const sched::ClusterSummary& s) {
       series.allocated = &node_gpus_.Add({{"node", n.node}, {"product", n.product}, {"state", "allocated"}});
       series.shared = &node_gpus_.Add({{"node", n.node}, {"product", n.product}, {"state", "shared"}});
     }
+    series.refreshed = now;
     series.total->Set(n.gpus);
     series.allocated->Set(static_cast<double>(n.used_milli) / 1000.0);
     series.shared->Set(n.shared_gpus);
   }
   for (auto it = node_series_.begin(); it != node_series_.end();) {
-    if (seen.count(it->first)) {
+    if (it->second.refreshed == now) {
       ++it;
       continue;
     }

@@ -19,6 +19,10 @@
 //     maxTimeout: 5m                # longer annotations are capped; keep it below
 //                                   # kube-scheduler's extender httpTimeout
 //     maxGangs: 10000               # gangs tracked at once; more are refused with a reason
+//   metrics:
+//     perNodeSeries: auto           # troupe_node_gpus: auto (on below perNodeSeriesOffAt GPU
+//                                   # nodes) | on | off; aggregates are always exported
+//     perNodeSeriesOffAt: 1000      # auto: off at this many GPU nodes and more
 //   schedulerNames: [troupe-scheduler]  # Kubernetes mode: bind only pods of these profiles
 //   learnedNodes:                   # learn mode only (neither --cluster nor the API)
 //     maxNodes: 10000               # nodes kept from request bodies at most
@@ -50,6 +54,7 @@
 #include <string>
 #include <vector>
 
+#include "adapters/metrics/per_node_series.h"
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
 #include "troupe/model/topology_levels.h"
@@ -78,6 +83,7 @@ struct ServeConfig {
   std::chrono::milliseconds gang_timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds gang_max_timeout{std::chrono::minutes(5)};
   size_t max_gangs = 10000;
+  metrics::PerNodeSeries per_node_series;
   std::vector<std::string> scheduler_names = {"troupe-scheduler"};
   size_t learned_max_nodes = 10000;
   int64_t learned_ttl_seconds = 3600;
@@ -90,6 +96,10 @@ Status checkSchedulerName(const std::string& name);
 
 // "best" -> true, "all" -> false; anything else is an error that says what is accepted.
 Result<bool> parseNarrowTo(const std::string& value);
+
+// "auto" | "on" | "off" (metrics.perNodeSeries, --per-node-metrics); anything else is an error
+// that says what is accepted.
+Result<metrics::PerNodeSeries::Mode> parsePerNodeSeries(const std::string& value);
 
 Result<ServeConfig> loadServeConfig(const std::string& path);
 Result<ServeConfig> parseServeConfig(const std::string& text, const std::string& source_name);
