@@ -3,7 +3,7 @@
 
 Edit the panels here, then run: python3 scripts/chart-dashboard.py
 scripts/chart-check.sh fails when the JSON files differ from what this prints.
-Use only metric names that src/adapters/metrics/metrics.cc registers.
+Use only metric names that src/adapters/metrics/ exports (metrics.cc, node_gpus_text.cc).
 """
 import json
 import pathlib

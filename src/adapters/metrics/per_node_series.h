@@ -1,10 +1,12 @@
 // Whether /metrics carries the series labelled with a node name (troupe_node_gpus: three per
 // GPU node).
 //
-// They cost per scrape in proportion to the cluster: at 10,000 GPU nodes 30,000 series, a
-// 2.5 MB body and hundreds of milliseconds of Troupe's CPU per scrape, and as many series in
-// every Prometheus that scrapes each replica. The cluster-wide aggregates (per product, gangs,
-// pods, fragmentation) stay in every mode.
+// They grow with the cluster: at 10,000 GPU nodes 30,000 series and a 2.5 MB body in every
+// scrape of every replica, and as many series in each Prometheus that scrapes it. Troupe
+// writes them cheaply (node_gpus_text.h; ~7 ms a scrape at 10,000 nodes), so the limit is for
+// the scraper and for people: a per-node table of thousands of rows is not read, and fleet
+// questions are answered by the per-product series, which stay in every mode with the other
+// cluster-wide aggregates (gangs, pods, fragmentation).
 //
 // auto (the default) exports them while the model has fewer GPU nodes than auto_off_at
 // (1,000; metrics.perNodeSeriesOffAt): a per-node table is still readable there and the body
