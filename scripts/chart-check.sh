@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Check charts/troupe, the dashboard and the plain manifests in deploy/:
 #   1. the dashboard JSON matches scripts/chart-dashboard.py and uses only metrics that
-#      src/adapters/metrics/metrics.cc registers;
+#      src/adapters/metrics/ exports;
 #   2. helm lint --strict (default values and each ci/*-values.yaml);
 #   3. helm template (default and each ci file); the schema rejects bad values;
 #   4. the rendered configs load: kube-scheduler --write-config-to (strict decoding) and
@@ -40,11 +40,15 @@ for f in $CHART/dashboards/troupe.json deploy/grafana-dashboard.json; do
   diff -q "$WORK/dashboard.json" "$f" >/dev/null \
     || fail "$f is stale: run python3 scripts/chart-dashboard.py && scripts/chart-render-deploy.sh"
 done
-known=$(grep -o '\.Name("troupe_[a-z_]*")' src/adapters/metrics/metrics.cc | sed 's/.*("\(.*\)")/\1/')
+# Registered through prometheus-cpp (.Name), or written directly (# TYPE, node_gpus_text.cc).
+known=$({
+  grep -oh '\.Name("troupe_[a-z_]*")' src/adapters/metrics/*.cc | sed 's/.*("\(.*\)")/\1/'
+  grep -oh '# TYPE troupe_[a-z_]*' src/adapters/metrics/*.cc | sed 's/# TYPE //'
+})
 grep -o 'troupe_[a-z_]*' "$WORK/dashboard.json" | sort -u | while read -r name; do
   base=$(sed -E 's/_(bucket|sum|count)$//' <<<"$name")
   grep -qx "$name" <<<"$known" || grep -qx "$base" <<<"$known" \
-    || fail "dashboard uses $name, which src/adapters/metrics/metrics.cc does not register"
+    || fail "dashboard uses $name, which src/adapters/metrics/ does not export"
 done
 
 CI_FILES=("$CHART"/ci/*-values.yaml)

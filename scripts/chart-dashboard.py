@@ -3,7 +3,7 @@
 
 Edit the panels here, then run: python3 scripts/chart-dashboard.py
 scripts/chart-check.sh fails when the JSON files differ from what this prints.
-Use only metric names that src/adapters/metrics/metrics.cc registers.
+Use only metric names that src/adapters/metrics/ exports (metrics.cc, node_gpus_text.cc).
 """
 import json
 import pathlib
@@ -114,7 +114,11 @@ node_table = {
     "id": len(panels) + 1, "type": "table", "title": "GPUs by node",
     "description": "Per GPU node: GPUs in total, allocated (GPU-equivalents held; shares count in "
                    "thousandths) and shared (split between pods by troupe.dev/gpu-milli). Sort by a column to "
-                   "find full, empty or fragmented nodes.",
+                   "find full, empty or fragmented nodes. Reads troupe_node_gpus, the per-node series: with "
+                   "troupe.metrics.perNodeSeries auto (the default) Troupe exports them only below "
+                   "perNodeSeriesOffAt GPU nodes (1,000), so in larger clusters this table shows No data "
+                   "(troupe_node_series_exported is 0); the per-product panels above still cover every node. "
+                   "perNodeSeries: \"on\" keeps it at any size, at a larger scrape.",
     "datasource": DS, "gridPos": {"x": 0, "y": 57, "w": 24, "h": 10},
     "fieldConfig": {"defaults": {"unit": "short"}, "overrides": []},
     "options": {"showHeader": True, "sortBy": [{"displayName": "allocated", "desc": True}]},

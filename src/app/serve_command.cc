@@ -52,7 +52,8 @@ Flags:
                        the TLS handshake fails. --metrics-listen stays plain HTTP.
   --config FILE        YAML: listen, maxBodyBytes, logLevel, policy {name, weights},
                        filter {narrowTo}, topology {levels}, gang {timeout, maxTimeout,
-                       maxGangs}, schedulerNames, learnedNodes {maxNodes, ttlSeconds},
+                       maxGangs}, metrics {perNodeSeries, perNodeSeriesOffAt},
+                       schedulerNames, learnedNodes {maxNodes, ttlSeconds},
                        limits {maxHeaderBytes, maxBodyBytesInFlight, maxConnections,
                        headerTimeoutSeconds, readTimeoutSeconds, idleTimeoutSeconds,
                        writeTimeoutSeconds}, binder {workers} (Kubernetes mode:
@@ -86,6 +87,11 @@ Flags:
                        (all, the default; or 'filter: {narrowTo: ...}' in --config)
   --print-config       print the configuration Troupe would run with (the defaults, then
                        --config, then the flags above) as YAML, every key written, and exit
+  --per-node-metrics auto|on|off
+                       export troupe_node_gpus (three series per GPU node) in /metrics:
+                       auto (the default) while the cluster has fewer than 1,000 GPU nodes
+                       ('metrics: {perNodeSeriesOffAt: N}' in --config), on, or off. The
+                       per-product and cluster-wide series are always exported.
   --record-dir DIR     save every extender request body under DIR (to capture what a real
                        kube-scheduler sends)
   --log-level LEVEL    debug | info | warn | error (default info); logs are JSON lines on stderr
@@ -109,6 +115,7 @@ struct ServeFlags {
   std::optional<std::string> kubeconfig;
   std::optional<std::string> kube_context;
   std::optional<std::string> narrow_to;
+  std::optional<std::string> per_node_metrics;
   std::vector<std::string> scheduler_names;
   bool allow_insecure_api_server = false;
   bool print_config = false;
@@ -156,12 +163,19 @@ int serveCommand(const std::vector<std::string>& args) {
   limitMallocArenas();  // before any thread allocates
   ServeFlags flags;
   const std::map<std::string, std::optional<std::string>*> valued = {
-      {"--listen", &flags.listen},         {"--metrics-listen", &flags.metrics_listen},
-      {"--config", &flags.config},         {"--cluster", &flags.cluster},
-      {"--record-dir", &flags.record_dir}, {"--log-level", &flags.log_level},
-      {"--kubeconfig", &flags.kubeconfig}, {"--kube-context", &flags.kube_context},
-      {"--narrow-to", &flags.narrow_to},   {"--tls-cert", &flags.tls_cert},
-      {"--tls-key", &flags.tls_key},       {"--client-ca", &flags.client_ca}};
+      {"--listen", &flags.listen},
+      {"--metrics-listen", &flags.metrics_listen},
+      {"--config", &flags.config},
+      {"--cluster", &flags.cluster},
+      {"--record-dir", &flags.record_dir},
+      {"--log-level", &flags.log_level},
+      {"--kubeconfig", &flags.kubeconfig},
+      {"--kube-context", &flags.kube_context},
+      {"--narrow-to", &flags.narrow_to},
+      {"--tls-cert", &flags.tls_cert},
+      {"--tls-key", &flags.tls_key},
+      {"--client-ca", &flags.client_ca},
+      {"--per-node-metrics", &flags.per_node_metrics}};
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
     if (arg == "-h" || arg == "--help") {
@@ -214,6 +228,11 @@ int serveCommand(const std::vector<std::string>& args) {
     Result<bool> narrow = config::parseNarrowTo(*flags.narrow_to);
     if (!narrow.isOk()) return usage("--narrow-to " + narrow.status().message());
     cfg.narrow_to_best = narrow.value();
+  }
+  if (flags.per_node_metrics) {
+    Result<metrics::PerNodeSeries::Mode> mode = config::parsePerNodeSeries(*flags.per_node_metrics);
+    if (!mode.isOk()) return usage("--per-node-metrics " + mode.status().message());
+    cfg.per_node_series.mode = mode.value();
   }
   if (flags.print_config) {
     std::cout << config::formatServeConfig(cfg);
@@ -314,7 +333,7 @@ int serveCommand(const std::vector<std::string>& args) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  metrics::Metrics metrics(TROUPE_VERSION);
+  metrics::Metrics metrics(TROUPE_VERSION, cfg.per_node_series);
   // Exceptions caught on Troupe's own threads (and by the HTTP handlers) are counted here.
   const adapters::InternalErrors internal_errors(
       [&metrics](const std::string& where) { metrics.internalError(where); });
@@ -375,6 +394,7 @@ int serveCommand(const std::vector<std::string>& args) {
                           {"nodes", std::to_string(scheduler.nodeCount())},
                           {"policy", sched::policyName(cfg.policy.kind)},
                           {"narrowTo", cfg.narrow_to_best ? "best" : "all"},
+                          {"perNodeMetrics", cfg.per_node_series.modeName()},
                           {"mode", mode},
                           {"schedulerNames", endpoint ? schedulerList(cfg.scheduler_names) : "-"}});
   if (cluster) cluster->start([&handler] { handler.setReady(true); });

@@ -661,7 +661,7 @@ std::map<std::string, std::vector<std::string>> Scheduler::preempt(
   return out;
 }
 
-ClusterSummary Scheduler::summary() const {
+ClusterSummary Scheduler::summary(size_t max_node_rows) const {
   ClusterSummary s;
   {
     std::lock_guard lock(pending_mu_);
@@ -684,7 +684,13 @@ ClusterSummary Scheduler::summary() const {
     int free = node.wholeFreeCount();
     r.whole_free += free;
     if (free >= 8) ++r.nodes_with_free_8;
-    s.by_node.push_back({name, product, node.gpuCount(), node.usedMilliTotal(), node.sharedGpuCount()});
+    if (!s.node_rows_omitted && s.by_node.size() == max_node_rows) {
+      s.node_rows_omitted = true;
+      s.by_node = {};  // frees what was built; no rows from here on
+    }
+    if (!s.node_rows_omitted) {
+      s.by_node.push_back({name, product, node.gpuCount(), node.usedMilliTotal(), node.sharedGpuCount()});
+    }
     s.pods += node.podCount();
     // Free GPUs stranded below the node's largest power-of-two request size.
     int largest = 1;

@@ -121,13 +121,20 @@ TEST_CASE("node facts: 20,000 injected nodes in learn mode are bounded (probe 11
        at = log.find("learnedNodes.maxNodes", at + 1))
     ++lines;
   CHECK(lines == 10);
-  // The metrics stay within the cap too (3 series per node).
-  auto m = s.handler.handle("GET", "/metrics", "");
-  size_t series = 0;
-  for (size_t at = m.body.find("\ntroupe_node_gpus{"); at != std::string::npos;
-       at = m.body.find("\ntroupe_node_gpus{", at + 1))
-    ++series;
-  CHECK(series == 3 * cap);
+  // The metrics stay within the cap too: none per node by default at this size (auto is off
+  // from 1,000 GPU nodes), and 3 per node when they are switched on.
+  const auto nodeSeries = [](const std::string& body) {
+    size_t series = 0;
+    for (size_t at = body.find("\ntroupe_node_gpus{"); at != std::string::npos;
+         at = body.find("\ntroupe_node_gpus{", at + 1))
+      ++series;
+    return series;
+  };
+  CHECK(nodeSeries(s.handler.handle("GET", "/metrics", "").body) == 0);
+  troupe::metrics::Metrics on("test",
+                              troupe::metrics::PerNodeSeries{troupe::metrics::PerNodeSeries::Mode::kOn});
+  on.refreshCluster(s.scheduler.summary());
+  CHECK(nodeSeries(on.serialize()) == 3 * cap);
 }
 
 TEST_CASE("node facts: learned nodes expire when no request carries them for the TTL",

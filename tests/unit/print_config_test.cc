@@ -25,6 +25,8 @@ void checkEqual(const ServeConfig& a, const ServeConfig& b) {
   CHECK(a.max_gangs == b.max_gangs);
   CHECK(a.scheduler_names == b.scheduler_names);
   CHECK(a.bind_workers == b.bind_workers);
+  CHECK(a.per_node_series.mode == b.per_node_series.mode);
+  CHECK(a.per_node_series.auto_off_at == b.per_node_series.auto_off_at);
   CHECK(a.learned_max_nodes == b.learned_max_nodes);
   CHECK(a.learned_ttl_seconds == b.learned_ttl_seconds);
   CHECK(a.limits.max_header_bytes == b.limits.max_header_bytes);
@@ -47,8 +49,8 @@ TEST_CASE("print-config: the defaults read back as the defaults", "[config]") {
   // Every section is written, so a reader sees each default without the source.
   for (const char* key :
        {"listen:", "maxBodyBytes:", "logLevel:", "policy:", "weights:", "filter:", "narrowTo: all",
-        "topology:", "levels:", "gang:", "timeout: 300s", "maxTimeout: 300s",
-        "maxGangs:", "schedulerNames:", "workers: 8", "learnedNodes:", "limits:", "writeTimeoutSeconds:"}) {
+        "topology:", "levels:", "gang:", "timeout: 300s", "maxTimeout: 300s", "maxGangs:", "schedulerNames:",
+        "workers: 8", "perNodeSeries: \"auto\"", "learnedNodes:", "limits:", "writeTimeoutSeconds:"}) {
     CHECK_THAT(text, Catch::Contains(key));
   }
 }
@@ -65,6 +67,7 @@ topology: {levels: [example.com/hall, example.com/row]}
 gang: {timeout: 1500ms, maxTimeout: 90s, maxGangs: 7}
 schedulerNames: [gpu-a, gpu-b]
 binder: {workers: 3}
+metrics: {perNodeSeries: "off", perNodeSeriesOffAt: 50}
 learnedNodes: {maxNodes: 5, ttlSeconds: 60}
 limits:
   maxHeaderBytes: 4096

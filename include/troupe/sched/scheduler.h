@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -129,7 +130,8 @@ struct ClusterSummary {
     int nodes_with_free_8 = 0;  // nodes that can still take an 8-GPU pod
   };
   std::vector<Row> by_product;
-  // One row per GPU node, sorted by name (per-node gauges: bounded by the cluster's size).
+  // One row per GPU node, sorted by name (per-node gauges: bounded by the cluster's size);
+  // empty, with node_rows_omitted set, when the GPU nodes outnumber summary()'s max_node_rows.
   struct NodeRow {
     std::string node;
     std::string product;
@@ -138,6 +140,7 @@ struct ClusterSummary {
     int shared_gpus = 0;
   };
   std::vector<NodeRow> by_node;
+  bool node_rows_omitted = false;
   struct Gangs {
     int waiting = 0;   // seen, no plan (does not fit, or waits its turn)
     int planned = 0;   // GPUs held, members steered, not all bound yet
@@ -242,7 +245,9 @@ class Scheduler {
   std::map<std::string, std::vector<std::string>> preempt(
       const PodFacts& pod, const std::map<std::string, std::vector<std::string>>& victims);
 
-  ClusterSummary summary() const;
+  // by_node is filled only while the GPU nodes number at most max_node_rows: a caller that
+  // exports no per-node series at 10,000 nodes does not pay for 10,000 sorted rows.
+  ClusterSummary summary(size_t max_node_rows = std::numeric_limits<size_t>::max()) const;
   const SchedulerConfig& config() const { return config_; }
 
  private:

@@ -133,7 +133,7 @@ HttpResponse ExtenderHandler::route(const std::string& method, const std::string
                        : HttpResponse{503, "not ready: cluster state not synced yet\n", "text/plain"};
       }
       if (path == "/metrics") {
-        metrics_.refreshCluster(scheduler_.summary());
+        metrics_.refreshCluster(scheduler_.summary(metrics_.maxNodeRows()));
         metrics_.observeGangEvents(scheduler_.drainGangEvents());
         return {200, metrics_.serialize(), "text/plain; version=0.0.4"};
       }

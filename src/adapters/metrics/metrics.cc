@@ -5,6 +5,8 @@
 #include <chrono>
 #include <unordered_set>
 
+#include "adapters/metrics/node_gpus_text.h"
+
 namespace troupe::metrics {
 namespace {
 
@@ -15,8 +17,9 @@ prometheus::Histogram::BucketBoundaries latencyBuckets() {
 
 }  // namespace
 
-Metrics::Metrics(const std::string& version)
-    : registry_(std::make_shared<prometheus::Registry>()),
+Metrics::Metrics(const std::string& version, PerNodeSeries per_node)
+    : per_node_(per_node),
+      registry_(std::make_shared<prometheus::Registry>()),
       request_duration_(prometheus::BuildHistogram()
                             .Name("troupe_extender_request_duration_seconds")
                             .Help("Time Troupe spent answering one kube-scheduler extender call, by verb.")
@@ -92,11 +95,13 @@ Metrics::Metrics(const std::string& version)
                                "released and planned again).")
                          .Register(*registry_)
                          .Add({})),
-      node_gpus_(prometheus::BuildGauge()
-                     .Name("troupe_node_gpus")
-                     .Help("GPUs of one node in Troupe's model, by state: total, allocated (GPU-equivalents "
-                           "held, shares counted in thousandths), shared (GPUs split between pods).")
-                     .Register(*registry_)),
+      node_series_exported_(prometheus::BuildGauge()
+                                .Name("troupe_node_series_exported")
+                                .Help("1 while the per-node series (troupe_node_gpus) are exported, 0 while "
+                                      "metrics.perNodeSeries keeps them off (auto: at 1,000 GPU nodes and "
+                                      "more, by default).")
+                                .Register(*registry_)
+                                .Add({})),
       node_scores_(prometheus::BuildCounter()
                        .Name("troupe_filter_node_scores_total")
                        .Help("Node values filter ranked for narrowTo: best, by source: remembered from an "
@@ -167,7 +172,7 @@ void Metrics::observePlacement(double topology_quality, bool best_possible) {
       .Observe(topology_quality);
 }
 
-void Metrics::refreshCluster(const sched::ClusterSummary& s) {
+void Metrics::refreshCluster(sched::ClusterSummary s) {
   std::lock_guard lock(cluster_mu_);
   std::unordered_set<std::string> products;
   for (const sched::ClusterSummary::Row& r : s.by_product) {
@@ -196,32 +201,12 @@ void Metrics::refreshCluster(const sched::ClusterSummary& s) {
     nodes_.Remove(it->second.nodes);
     it = product_series_.erase(it);
   }
-  std::unordered_set<std::string> seen;
-  for (const sched::ClusterSummary::NodeRow& n : s.by_node) {
-    seen.insert(n.node);
-    NodeSeries& series = node_series_[n.node];
-    if (series.total == nullptr || series.product != n.product) {
-      if (series.total != nullptr) {
-        for (prometheus::Gauge* g : {series.total, series.allocated, series.shared}) node_gpus_.Remove(g);
-      }
-      series.product = n.product;
-      series.total = &node_gpus_.Add({{"node", n.node}, {"product", n.product}, {"state", "total"}});
-      series.allocated = &node_gpus_.Add({{"node", n.node}, {"product", n.product}, {"state", "allocated"}});
-      series.shared = &node_gpus_.Add({{"node", n.node}, {"product", n.product}, {"state", "shared"}});
-    }
-    series.total->Set(n.gpus);
-    series.allocated->Set(static_cast<double>(n.used_milli) / 1000.0);
-    series.shared->Set(n.shared_gpus);
-  }
-  for (auto it = node_series_.begin(); it != node_series_.end();) {
-    if (seen.count(it->first)) {
-      ++it;
-      continue;
-    }
-    for (prometheus::Gauge* g : {it->second.total, it->second.allocated, it->second.shared})
-      node_gpus_.Remove(g);
-    it = node_series_.erase(it);
-  }
+  size_t gpu_nodes = 0;
+  for (const sched::ClusterSummary::Row& r : s.by_product) gpu_nodes += static_cast<size_t>(r.nodes);
+  const bool per_node = per_node_.exportedFor(gpu_nodes) && !s.node_rows_omitted;
+  node_series_exported_.Set(per_node ? 1 : 0);
+  // Nodes that left the model leave the rows with it; off, there are none.
+  node_rows_ = per_node ? std::move(s.by_node) : std::vector<sched::ClusterSummary::NodeRow>{};
   fragmented_.Set(s.fragmented_gpus);
   gangs_.Add({{"state", "waiting"}}).Set(s.gangs.waiting);
   gangs_.Add({{"state", "planned"}}).Set(s.gangs.planned);
@@ -282,6 +267,11 @@ void Metrics::internalError(const std::string& where) {
   internal_errors_.Add({{"where", where}}).Increment();
 }
 
-std::string Metrics::serialize() { return prometheus::TextSerializer().Serialize(registry_->Collect()); }
+std::string Metrics::serialize() {
+  std::string text = prometheus::TextSerializer().Serialize(registry_->Collect());
+  std::lock_guard lock(cluster_mu_);
+  appendNodeGpus(node_rows_, text);
+  return text;
+}
 
 }  // namespace troupe::metrics

@@ -2,10 +2,11 @@
 //
 // Names follow Prometheus conventions: troupe_ prefix, base units (_seconds), _total on
 // counters. Labels are bounded sets (verb, outcome, category, product, node, resource, code):
-// never pod names. Node names are bounded by the cluster's size (3 series per GPU node), and
-// product and node series go when their product or node leaves the model, so label values
-// taken from node facts never pile up.
-// Thread-safe: prometheus-cpp metrics are atomic; refreshCluster() takes its own lock.
+// never pod names. Node names are bounded by the cluster's size (3 series per GPU node, only
+// while PerNodeSeries says so), and product and node series go when their product or node
+// leaves the model, so label values taken from node facts never pile up.
+// Thread-safe: prometheus-cpp metrics are atomic; refreshCluster() and serialize() take
+// cluster_mu_ for the per-node rows and the per-product series.
 #pragma once
 
 #include <prometheus/counter.h>
@@ -19,14 +20,19 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
+#include "adapters/metrics/per_node_series.h"
 #include "troupe/sched/scheduler.h"
 
 namespace troupe::metrics {
 
 class Metrics {
  public:
-  explicit Metrics(const std::string& version);
+  explicit Metrics(const std::string& version, PerNodeSeries per_node = {});
+
+  // What refreshCluster can use of Scheduler::summary's per-node rows (its max_node_rows).
+  size_t maxNodeRows() const { return per_node_.maxNodeRows(); }
 
   // One extender call: verb is filter|prioritize|bind|preempt; outcome ok|error|bad_request.
   void observeRequest(const std::string& verb, const std::string& outcome, double seconds);
@@ -37,8 +43,10 @@ class Metrics {
   void observeGangEvents(const sched::Scheduler::GangEvents& events);
   // Snapshot gauges from the scheduler's model; called before each scrape. Per-node series of
   // nodes that left the model, and per-product series of products no node has any more, are
-  // removed.
-  void refreshCluster(const sched::ClusterSummary& summary);
+  // removed; so are all per-node series when PerNodeSeries turns them off for the summary's
+  // GPU node count (or the summary omitted its node rows).
+  // Takes the summary by value to keep its node rows without copying them.
+  void refreshCluster(sched::ClusterSummary summary);
 
   // Kubernetes mode: the health of the API watches and caches (resource: nodes | pods).
   // Creates the series at zero, so dashboards show 0 rather than nothing.
@@ -62,6 +70,7 @@ class Metrics {
   std::string serialize();
 
  private:
+  const PerNodeSeries per_node_;
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Histogram>& request_duration_;
   prometheus::Family<prometheus::Counter>& requests_;
@@ -78,7 +87,7 @@ class Metrics {
   prometheus::Gauge& draining_nodes_;
   prometheus::Histogram& gang_admit_seconds_;
   prometheus::Counter& gang_timeouts_;
-  prometheus::Family<prometheus::Gauge>& node_gpus_;
+  prometheus::Gauge& node_series_exported_;
   prometheus::Family<prometheus::Counter>& node_scores_;
   prometheus::Counter& scores_remembered_;
   prometheus::Counter& scores_computed_;
@@ -89,12 +98,6 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& kube_cached_;
   prometheus::Family<prometheus::Counter>& internal_errors_;
 
-  struct NodeSeries {
-    std::string product;
-    prometheus::Gauge* total = nullptr;
-    prometheus::Gauge* allocated = nullptr;
-    prometheus::Gauge* shared = nullptr;
-  };
   struct ProductSeries {
     prometheus::Gauge* total = nullptr;
     prometheus::Gauge* allocated = nullptr;
@@ -102,9 +105,12 @@ class Metrics {
     prometheus::Gauge* free = nullptr;
     prometheus::Gauge* nodes = nullptr;
   };
-  std::mutex cluster_mu_;                                    // refreshCluster replaces label sets as a whole
-  std::unordered_map<std::string, NodeSeries> node_series_;  // guarded by cluster_mu_
+  std::mutex cluster_mu_;  // refreshCluster replaces label sets as a whole
   std::unordered_map<std::string, ProductSeries> product_series_;  // guarded by cluster_mu_
+  // troupe_node_gpus: the last summary's node rows, written by serialize() itself
+  // (node_gpus_text.h), not through the registry; empty while per-node series are off.
+  // Guarded by cluster_mu_.
+  std::vector<sched::ClusterSummary::NodeRow> node_rows_;
   // The Scheduler's running totals last added to the score counters; guarded by cluster_mu_.
   uint64_t scores_remembered_seen_ = 0;
   uint64_t scores_computed_seen_ = 0;

@@ -108,6 +108,28 @@ Status parseLimits(const Where& w, const YAML::Node& limits, ServerLimitsConfig*
   return Status::ok();
 }
 
+Status parseMetrics(const Where& w, const YAML::Node& m, metrics::PerNodeSeries* out) {
+  if (Status s = checkKeys(w, m, "metrics", {"perNodeSeries", "perNodeSeriesOffAt"}); !s.isOk()) return s;
+  if (m["perNodeSeries"]) {
+    Result<std::string> v =
+        scalar<std::string>(w, m["perNodeSeries"], "metrics.perNodeSeries", "auto, on or off");
+    if (!v.isOk()) return v.status();
+    Result<metrics::PerNodeSeries::Mode> mode = parsePerNodeSeries(v.value());
+    if (!mode.isOk()) return w.at(m["perNodeSeries"], "metrics.perNodeSeries", mode.status().message());
+    out->mode = mode.value();
+  }
+  if (m["perNodeSeriesOffAt"]) {
+    Result<int64_t> v = scalar<int64_t>(w, m["perNodeSeriesOffAt"], "metrics.perNodeSeriesOffAt",
+                                        "a number of GPU nodes (1-1000000)");
+    if (!v.isOk()) return v.status();
+    if (v.value() < 1 || v.value() > 1000000) {
+      return w.at(m["perNodeSeriesOffAt"], "metrics.perNodeSeriesOffAt", "must be 1 to 1000000");
+    }
+    out->auto_off_at = static_cast<size_t>(v.value());
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<ServeConfig> parseServeConfig(const std::string& text, const std::string& source) {
@@ -119,7 +141,7 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
   Where w{source};
   if (Status s = checkKeys(w, root, "",
                            {"listen", "maxBodyBytes", "logLevel", "policy", "filter", "topology", "gang",
-                            "schedulerNames", "learnedNodes", "limits", "binder"});
+                            "metrics", "schedulerNames", "learnedNodes", "limits", "binder"});
       !s.isOk())
     return s;
   if (root["listen"]) {
@@ -182,6 +204,9 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
   }
   if (const YAML::Node limits = root["limits"]) {
     if (Status s = parseLimits(w, limits, &c.limits); !s.isOk()) return s;
+  }
+  if (const YAML::Node m = root["metrics"]) {
+    if (Status s = parseMetrics(w, m, &c.per_node_series); !s.isOk()) return s;
   }
   if (const YAML::Node topology = root["topology"]) {
     if (Status s = checkKeys(w, topology, "topology", {"levels"}); !s.isOk()) return s;
@@ -340,6 +365,15 @@ std::string formatServeConfig(const ServeConfig& c) {
   out << YAML::Key << "maxTimeout" << YAML::Value << formatDuration(c.gang_max_timeout);
   out << YAML::Key << "maxGangs" << YAML::Value << c.max_gangs;
   out << YAML::EndMap;
+  out << YAML::Key << "metrics" << YAML::Value << YAML::BeginMap;
+  const metrics::PerNodeSeries::Mode mode = c.per_node_series.mode;
+  // Quoted: YAML 1.1 readers (Helm, PyYAML) take a bare on/off for a boolean.
+  out << YAML::Key << "perNodeSeries" << YAML::Value << YAML::DoubleQuoted
+      << (mode == metrics::PerNodeSeries::Mode::kOn    ? "on"
+          : mode == metrics::PerNodeSeries::Mode::kOff ? "off"
+                                                       : "auto");
+  out << YAML::Key << "perNodeSeriesOffAt" << YAML::Value << c.per_node_series.auto_off_at;
+  out << YAML::EndMap;
   out << YAML::Key << "schedulerNames" << YAML::Value << YAML::BeginSeq;
   for (const std::string& name : c.scheduler_names) out << name;
   out << YAML::EndSeq;
@@ -362,6 +396,15 @@ std::string formatServeConfig(const ServeConfig& c) {
   out << YAML::EndMap;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
+}
+
+Result<metrics::PerNodeSeries::Mode> parsePerNodeSeries(const std::string& value) {
+  if (value == "auto") return metrics::PerNodeSeries::Mode::kAuto;
+  if (value == "on") return metrics::PerNodeSeries::Mode::kOn;
+  if (value == "off") return metrics::PerNodeSeries::Mode::kOff;
+  return invalidArgument("\"" + value +
+                         "\" is not a choice: use auto (per-node series below perNodeSeriesOffAt GPU nodes), "
+                         "on or off");
 }
 
 Result<ServeConfig> loadServeConfig(const std::string& path) {

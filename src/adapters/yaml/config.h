@@ -19,6 +19,10 @@
 //     maxTimeout: 5m                # longer annotations are capped; keep it below
 //                                   # kube-scheduler's extender httpTimeout
 //     maxGangs: 10000               # gangs tracked at once; more are refused with a reason
+//   metrics:
+//     perNodeSeries: auto           # troupe_node_gpus: auto (on below perNodeSeriesOffAt GPU
+//                                   # nodes) | on | off; aggregates are always exported
+//     perNodeSeriesOffAt: 1000      # auto: off at this many GPU nodes and more
 //   schedulerNames: [troupe-scheduler]  # Kubernetes mode: bind only pods of these profiles
 //   binder:
 //     workers: 8                    # Kubernetes mode: Bindings in flight at once (1-256)
@@ -52,6 +56,7 @@
 #include <string>
 #include <vector>
 
+#include "adapters/metrics/per_node_series.h"
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
 #include "troupe/model/topology_levels.h"
@@ -80,6 +85,7 @@ struct ServeConfig {
   std::chrono::milliseconds gang_timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds gang_max_timeout{std::chrono::minutes(5)};
   size_t max_gangs = 10000;
+  metrics::PerNodeSeries per_node_series;
   std::vector<std::string> scheduler_names = {"troupe-scheduler"};
   // Kubernetes mode: Bindings in flight at once (binder.workers); each worker sends one.
   int bind_workers = 8;
@@ -100,6 +106,10 @@ Result<bool> parseNarrowTo(const std::string& value);
 // one place a default is defined; scripts/check-defaults.py compares the chart, deploy/,
 // examples/ and the README against this output of the defaults.
 std::string formatServeConfig(const ServeConfig& config);
+
+// "auto" | "on" | "off" (metrics.perNodeSeries, --per-node-metrics); anything else is an error
+// that says what is accepted.
+Result<metrics::PerNodeSeries::Mode> parsePerNodeSeries(const std::string& value);
 
 Result<ServeConfig> loadServeConfig(const std::string& path);
 Result<ServeConfig> parseServeConfig(const std::string& text, const std::string& source_name);
