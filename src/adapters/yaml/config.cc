@@ -75,6 +75,16 @@ Result<model::StringMap> stringMap(const Where& w, const YAML::Node& node, const
   return out;
 }
 
+// A whole number in [lo, hi]: `expected` names it in the type error, `out_of_range` is the
+// problem reported outside the bounds (each key keeps its own wording).
+Result<int64_t> boundedInt(const Where& w, const YAML::Node& node, const std::string& key,
+                           const char* expected, int64_t lo, int64_t hi, const char* out_of_range) {
+  Result<int64_t> v = scalar<int64_t>(w, node, key, expected);
+  if (!v.isOk()) return v.status();
+  if (v.value() < lo || v.value() > hi) return w.at(node, key, out_of_range);
+  return v.value();
+}
+
 Status parseLimits(const Where& w, const YAML::Node& limits, ServerLimitsConfig* out) {
   if (Status s =
           checkKeys(w, limits, "limits",
@@ -119,12 +129,9 @@ Status parseMetrics(const Where& w, const YAML::Node& m, metrics::PerNodeSeries*
     out->mode = mode.value();
   }
   if (m["perNodeSeriesOffAt"]) {
-    Result<int64_t> v = scalar<int64_t>(w, m["perNodeSeriesOffAt"], "metrics.perNodeSeriesOffAt",
-                                        "a number of GPU nodes (1-1000000)");
+    Result<int64_t> v = boundedInt(w, m["perNodeSeriesOffAt"], "metrics.perNodeSeriesOffAt",
+                                   "a number of GPU nodes (1-1000000)", 1, 1000000, "must be 1 to 1000000");
     if (!v.isOk()) return v.status();
-    if (v.value() < 1 || v.value() > 1000000) {
-      return w.at(m["perNodeSeriesOffAt"], "metrics.perNodeSeriesOffAt", "must be 1 to 1000000");
-    }
     out->auto_off_at = static_cast<size_t>(v.value());
   }
   return Status::ok();
@@ -246,11 +253,9 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
                   "kube-scheduler's extender httpTimeout)");
     }
     if (gang["maxGangs"]) {
-      Result<int64_t> v = scalar<int64_t>(w, gang["maxGangs"], "gang.maxGangs", "a number of gangs");
+      Result<int64_t> v = boundedInt(w, gang["maxGangs"], "gang.maxGangs", "a number of gangs", 1, 1000000,
+                                     "must be from 1 to 1000000");
       if (!v.isOk()) return v.status();
-      if (v.value() < 1 || v.value() > 1000000) {
-        return w.at(gang["maxGangs"], "gang.maxGangs", "must be from 1 to 1000000");
-      }
       c.max_gangs = static_cast<size_t>(v.value());
     }
   }
@@ -258,10 +263,9 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
     if (Status st = checkKeys(w, binder, "binder", {"workers"}); !st.isOk()) return st;
     if (binder["workers"]) {
       Result<int64_t> v =
-          scalar<int64_t>(w, binder["workers"], "binder.workers", "a number of concurrent Bindings (1-256)");
+          boundedInt(w, binder["workers"], "binder.workers", "a number of concurrent Bindings (1-256)", 1,
+                     256, "must be 1 to 256 (concurrent Bindings in flight)");
       if (!v.isOk()) return v.status();
-      if (v.value() < 1 || v.value() > 256)
-        return w.at(binder["workers"], "binder.workers", "must be 1 to 256 (concurrent Bindings in flight)");
       c.bind_workers = static_cast<int>(v.value());
     }
   }
@@ -282,19 +286,16 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
   if (const YAML::Node learned = root["learnedNodes"]) {
     if (Status st = checkKeys(w, learned, "learnedNodes", {"maxNodes", "ttlSeconds"}); !st.isOk()) return st;
     if (learned["maxNodes"]) {
-      Result<int64_t> v =
-          scalar<int64_t>(w, learned["maxNodes"], "learnedNodes.maxNodes", "a number of nodes (1-1000000)");
+      Result<int64_t> v = boundedInt(w, learned["maxNodes"], "learnedNodes.maxNodes",
+                                     "a number of nodes (1-1000000)", 1, 1000000, "must be 1 to 1000000");
       if (!v.isOk()) return v.status();
-      if (v.value() < 1 || v.value() > 1000000)
-        return w.at(learned["maxNodes"], "learnedNodes.maxNodes", "must be 1 to 1000000");
       c.learned_max_nodes = static_cast<size_t>(v.value());
     }
     if (learned["ttlSeconds"]) {
-      Result<int64_t> v = scalar<int64_t>(w, learned["ttlSeconds"], "learnedNodes.ttlSeconds",
-                                          "a number of seconds (1-31536000)");
+      Result<int64_t> v =
+          boundedInt(w, learned["ttlSeconds"], "learnedNodes.ttlSeconds", "a number of seconds (1-31536000)",
+                     1, 31536000, "must be 1 to 31536000 (a year)");
       if (!v.isOk()) return v.status();
-      if (v.value() < 1 || v.value() > 31536000)
-        return w.at(learned["ttlSeconds"], "learnedNodes.ttlSeconds", "must be 1 to 31536000 (a year)");
       c.learned_ttl_seconds = v.value();
     }
   }
@@ -366,12 +367,8 @@ std::string formatServeConfig(const ServeConfig& c) {
   out << YAML::Key << "maxGangs" << YAML::Value << c.max_gangs;
   out << YAML::EndMap;
   out << YAML::Key << "metrics" << YAML::Value << YAML::BeginMap;
-  const metrics::PerNodeSeries::Mode mode = c.per_node_series.mode;
   // Quoted: YAML 1.1 readers (Helm, PyYAML) take a bare on/off for a boolean.
-  out << YAML::Key << "perNodeSeries" << YAML::Value << YAML::DoubleQuoted
-      << (mode == metrics::PerNodeSeries::Mode::kOn    ? "on"
-          : mode == metrics::PerNodeSeries::Mode::kOff ? "off"
-                                                       : "auto");
+  out << YAML::Key << "perNodeSeries" << YAML::Value << YAML::DoubleQuoted << c.per_node_series.modeName();
   out << YAML::Key << "perNodeSeriesOffAt" << YAML::Value << c.per_node_series.auto_off_at;
   out << YAML::EndMap;
   out << YAML::Key << "schedulerNames" << YAML::Value << YAML::BeginSeq;
