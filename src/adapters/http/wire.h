@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "adapters/http/extender_scores.h"
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
 #include "troupe/sched/pod_request.h"
@@ -48,7 +49,7 @@ std::string encodeFilterResult(const ExtenderArgs& args, const sched::FilterResu
 std::string encodeFilterError(const std::string& message);
 
 // HostPriorityList: a bare array.
-std::string encodeHostPriorityList(const std::vector<sched::HostScore>& scores);
+std::string encodeHostPriorityList(const std::vector<HostScore>& scores);
 
 struct BindingArgs {
   std::string pod_name;

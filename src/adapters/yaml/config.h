@@ -60,7 +60,7 @@
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
 #include "troupe/model/topology_levels.h"
-#include "troupe/sched/policy.h"
+#include "troupe/sched/policy_args.h"
 
 namespace troupe::config {
 
@@ -79,7 +79,7 @@ struct ServeConfig {
   std::string listen = "127.0.0.1:8888";
   size_t max_body_bytes = 64 << 20;
   std::string log_level = "info";
-  sched::PolicyConfig policy;
+  sched::PolicyChoice policy;   // resolved through sched::builtinPolicies()
   bool narrow_to_best = false;  // filter.narrowTo: best
   std::vector<std::string> topology_levels = model::defaultTopologyLevels();
   std::chrono::milliseconds gang_timeout{std::chrono::minutes(5)};
