@@ -86,7 +86,7 @@ int wireFilter(const uint8_t* data, size_t size) {
     FUZZ_CHECK(asked.count(n) == 1, "wire_filter", "filter passed a node it was not asked about: " + n);
   }
   checkJson("wire_filter", http::encodeFilterResult(a, r), "encodeFilterResult");
-  const std::vector<http::HostScore> scores = s->prioritize(a.pod, a.node_names);
+  const std::vector<http::HostScore> scores = http::extenderScores(s->prioritize(a.pod, a.node_names));
   for (const http::HostScore& h : scores) {
     FUZZ_CHECK(h.score >= 0 && h.score <= 10, "wire_filter",
                "a score outside 0..10: " + std::to_string(h.score));
