@@ -5,8 +5,9 @@
 //   maxBodyBytes: 67108864          # larger extender requests get HTTP 413
 //   logLevel: info                  # debug | info | warn | error
 //   policy:
-//     name: troupe                  # troupe | binpack | spread
-//     weights: {pack: 0.5, topology: 0.4, domains: 0.1}
+//     name: troupe                  # any registered policy: troupe, fgd, best-fit, dot-product,
+//                                   # gpu-packing, gpu-clustering, random, kube, binpack, spread
+//     weights: {pack: 0.5, topology: 0.4, domains: 0.1}   # the troupe policy's arguments
 //   filter:
 //     narrowTo: best                # best: pass only the policy's best node | all (default)
 //   topology:
