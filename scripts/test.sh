@@ -38,6 +38,9 @@ step "layers: the core includes only the standard library and the layers below i
 python3 scripts/check-layers.py --self-test
 python3 scripts/check-layers.py
 
+step "docs: every relative link in README.md and docs/ resolves (scripts/check-doc-links.py)"
+python3 scripts/check-doc-links.py
+
 step "tools: the workload generator (tests/tools/derive_workload_test.py)"
 python3 tests/tools/derive_workload_test.py
 
