@@ -86,7 +86,7 @@ class ExtenderHandler {
   const adapters::InternalErrors& internalErrors() const { return options_.internal_errors; }
 
  private:
-  // How a verb's call went (troupe_requests_total{outcome}): decided where its answer is
+  // How a verb's call went (troupe_extender_requests_total{outcome}): decided where its answer is
   // made, never read back from the encoded body.
   enum class Outcome { kOk, kError, kBadRequest };
   static const char* outcomeLabel(Outcome outcome);
