@@ -34,9 +34,9 @@
 #include <string>
 #include <vector>
 
+#include "adapters/common/logger.h"
 #include "adapters/http/extender_scores.h"
 #include "adapters/http/extender_server.h"
-#include "adapters/http/logger.h"
 #include "adapters/http/wire.h"
 #include "adapters/metrics/metrics.h"
 #include "cluster.h"
@@ -366,7 +366,7 @@ sched::SchedulerConfig configFor(const Options& o) {
 struct Service {
   NullBuffer null_buffer;
   std::ostream null_stream{&null_buffer};
-  http::Logger logger{null_stream, http::LogLevel::kError};
+  adapters::Logger logger{null_stream, adapters::LogLevel::kError};
   metrics::Metrics metrics{"bench"};
   sched::Scheduler scheduler;
   http::ExtenderHandler handler{http::HandlerOptions{}, scheduler, metrics, logger};
@@ -396,7 +396,7 @@ MemoryResult measureMemory(int nodes) {
   {
     NullBuffer nb;
     std::ostream null_stream(&nb);
-    http::Logger logger(null_stream, http::LogLevel::kError);
+    adapters::Logger logger(null_stream, adapters::LogLevel::kError);
     metrics::Metrics metrics("bench");
     sched::Scheduler scheduler{sched::SchedulerConfig{}};
     http::ExtenderHandler handler(http::HandlerOptions{}, scheduler, metrics, logger);

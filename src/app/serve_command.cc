@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "adapters/common/internal_errors.h"
+#include "adapters/common/logger.h"
 #include "adapters/http/extender_server.h"
-#include "adapters/http/logger.h"
 #include "adapters/kube/api_client.h"
 #include "adapters/kube/kube_config.h"
 #include "adapters/kube/kube_runtime.h"
@@ -231,7 +231,7 @@ int serveCommand(const std::vector<std::string>& args) {
     cfg.narrow_to_best = narrow.value();
   }
   if (flags.per_node_metrics) {
-    Result<metrics::PerNodeSeries::Mode> mode = config::parsePerNodeSeries(*flags.per_node_metrics);
+    Result<adapters::PerNodeSeries::Mode> mode = config::parsePerNodeSeries(*flags.per_node_metrics);
     if (!mode.isOk()) return usage("--per-node-metrics " + mode.status().message());
     cfg.per_node_series.mode = mode.value();
   }
@@ -239,8 +239,8 @@ int serveCommand(const std::vector<std::string>& args) {
     std::cout << config::formatServeConfig(cfg);
     return 0;
   }
-  http::LogLevel level = http::LogLevel::kInfo;
-  if (!http::parseLogLevel(cfg.log_level, &level)) {
+  adapters::LogLevel level = adapters::LogLevel::kInfo;
+  if (!adapters::parseLogLevel(cfg.log_level, &level)) {
     return usage("--log-level \"" + cfg.log_level + "\" must be debug, info, warn or error");
   }
   Result<std::pair<std::string, int>> address = http::parseListenAddress(cfg.listen);
@@ -304,7 +304,7 @@ int serveCommand(const std::vector<std::string>& args) {
     api = std::move(client).value();
   }
 
-  http::Logger logger(std::cerr, level);
+  adapters::Logger logger(std::cerr, level);
   for (const std::string& w : endpoint_warnings)
     logger.warn("insecure API server connection", {{"warning", w}});
   sched::SchedulerConfig sched_config;

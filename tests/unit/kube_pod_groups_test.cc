@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 
-#include "adapters/http/logger.h"
+#include "adapters/common/logger.h"
 #include "adapters/kube/cluster_sync.h"
 #include "adapters/kube/pod_groups.h"
 #include "kube_test_support.h"
@@ -69,7 +69,7 @@ TEST_CASE("kube PodGroups: minMember is read once and cached", "[kube][gang]") {
   server.groups["ml/train"] = podGroup("train", 16);
   api.setHook(server.hook());
   std::ostringstream log;
-  troupe::http::Logger logger(log, troupe::http::LogLevel::kDebug);
+  troupe::adapters::Logger logger(log, troupe::adapters::LogLevel::kDebug);
   Clock clock;
   PodGroupCache cache(api, logger, PodGroupOptions{}, [&clock] { return clock.t; });
 
@@ -93,7 +93,7 @@ TEST_CASE("kube PodGroups: missing object, missing CRD, bad spec and RBAC say wh
   PodGroupServer server;
   api.setHook(server.hook());
   std::ostringstream log;
-  troupe::http::Logger logger(log, troupe::http::LogLevel::kDebug);
+  troupe::adapters::Logger logger(log, troupe::adapters::LogLevel::kDebug);
   Clock clock;
   PodGroupCache cache(api, logger, PodGroupOptions{}, [&clock] { return clock.t; });
 
@@ -136,7 +136,7 @@ TEST_CASE("kube PodGroups: the scheduler's filter uses the lookup; gang-size is 
   server.crd = false;
   api.setHook(server.hook());
   std::ostringstream log;
-  troupe::http::Logger logger(log, troupe::http::LogLevel::kDebug);
+  troupe::adapters::Logger logger(log, troupe::adapters::LogLevel::kDebug);
   PodGroupCache cache(api, logger);
   troupe::sched::Scheduler s{troupe::sched::SchedulerConfig{}};
   s.setPodGroupLookup([&](const std::string& ns, const std::string& name) { return cache.lookup(ns, name); });
@@ -156,7 +156,7 @@ TEST_CASE("kube PodGroups: the scheduler's filter uses the lookup; gang-size is 
 
 TEST_CASE("kube sync: bound gang members are recorded with their gang", "[kube][sync][gang]") {
   std::ostringstream log;
-  troupe::http::Logger logger(log, troupe::http::LogLevel::kDebug);
+  troupe::adapters::Logger logger(log, troupe::adapters::LogLevel::kDebug);
   troupe::sched::Scheduler s{troupe::sched::SchedulerConfig{}};
   troupe::kube::ClusterSync sync(s, logger);
   sync.nodeHandler().event(troupe::kube::WatchEventType::kAdded,
