@@ -1,5 +1,6 @@
 // The policies Troupe ships. A new policy: its file in this folder (defining its entry
-// function) and one line in each list below; docs/extending.md has a worked example.
+// function), its declaration below and its name in the list; docs/extending.md has a worked
+// example.
 #include "troupe/sched/policy_registry.h"
 
 namespace troupe::sched {
