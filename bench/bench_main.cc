@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "adapters/common/logger.h"
+#include "adapters/http/extender_scores.h"
 #include "adapters/http/extender_server.h"
 #include "adapters/http/wire.h"
 #include "adapters/metrics/metrics.h"
@@ -468,7 +469,7 @@ void timeStages(sched::Scheduler& scheduler, LatencyRow& row, const std::vector<
       if (!a.node_cache_mode) {
         for (const model::NodeFacts& n : a.nodes) (void)scheduler.upsertNode(n);
       }
-      std::vector<sched::HostScore> scores = scheduler.prioritize(a.pod, a.node_names);
+      std::vector<http::HostScore> scores = http::extenderScores(scheduler.prioritize(a.pod, a.node_names));
       t2 = Clock::now();
       out = http::encodeHostPriorityList(scores);
       t3 = Clock::now();

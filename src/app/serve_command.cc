@@ -22,6 +22,7 @@
 #include "adapters/metrics/metrics.h"
 #include "adapters/yaml/config.h"
 #include "app/commands.h"
+#include "troupe/sched/policy_registry.h"
 #include "troupe/sched/scheduler.h"
 
 namespace troupe::app {
@@ -311,7 +312,9 @@ int serveCommand(const std::vector<std::string>& args) {
   sched_config.learning.enabled = !flags.cluster && !endpoint;
   sched_config.learning.max_nodes = cfg.learned_max_nodes;
   sched_config.learning.ttl = std::chrono::seconds(cfg.learned_ttl_seconds);
-  sched_config.policy = cfg.policy;
+  Result<sched::PolicyPtr> policy = sched::builtinPolicies().create(cfg.policy);
+  if (!policy.isOk()) return usage("policy.name: " + policy.status().message());
+  sched_config.policy = std::move(policy).value();
   sched_config.narrow_to_best = cfg.narrow_to_best;
   sched_config.topology_levels = cfg.topology_levels;
   sched_config.gang_timeout = cfg.gang_timeout;
@@ -392,7 +395,7 @@ int serveCommand(const std::vector<std::string>& args) {
   logger.info("serving", {{"url", server.url()},
                           {"metrics_url", metrics_server ? metrics_server->url() : server.url()},
                           {"nodes", std::to_string(scheduler.nodeCount())},
-                          {"policy", sched::policyName(cfg.policy.kind)},
+                          {"policy", cfg.policy.name},
                           {"narrowTo", cfg.narrow_to_best ? "best" : "all"},
                           {"perNodeMetrics", cfg.per_node_series.modeName()},
                           {"mode", mode},

@@ -18,6 +18,7 @@
 
 #include "app/commands.h"
 #include "troupe/common/strings.h"
+#include "troupe/sched/policy_registry.h"
 #include "troupe/sim/cluster.h"
 #include "troupe/sim/replay.h"
 #include "troupe/sim/report.h"
@@ -88,7 +89,7 @@ constexpr const char* kExamplePods = "examples/trace/pods.csv";
 
 struct SimulateFlags {
   std::string nodes, pods;
-  std::vector<sched::PolicyKind> policies;
+  std::vector<sched::PolicyPtr> policies;
   int seeds = 10;
   int64_t first_seed = 42;
   int arrive = 100;
@@ -190,10 +191,10 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
     }
   }
   for (const std::string& name : splitList(policy_list, ',')) {
-    Result<sched::PolicyKind> kind = sched::parsePolicy(trim(name));
-    if (!kind.isOk()) return usage("--policy: " + kind.status().message());
-    if (std::find(f.policies.begin(), f.policies.end(), kind.value()) == f.policies.end())
-      f.policies.push_back(kind.value());
+    Result<sched::PolicyPtr> policy = sched::builtinPolicies().create(trim(name));
+    if (!policy.isOk()) return usage("--policy: " + policy.status().message());
+    auto same = [&](const sched::PolicyPtr& p) { return p->name() == policy.value()->name(); };
+    if (std::none_of(f.policies.begin(), f.policies.end(), same)) f.policies.push_back(policy.value());
   }
   if (f.policies.empty()) return usage("--policy needs at least one policy name");
   if (f.nodes.empty() != f.pods.empty())
@@ -270,8 +271,9 @@ int simulateCommand(const std::vector<std::string>& args) {
   report.seeds = f.seeds;
   report.points = {f.arrive};
   if (f.arrive != 130) report.points.push_back(130);
-  for (sched::PolicyKind k : f.policies) {
-    report.policies.push_back({k, std::vector<sim::RunResult>(static_cast<size_t>(f.seeds))});
+  for (const sched::PolicyPtr& policy : f.policies) {
+    report.policies.push_back(
+        {std::string(policy->name()), std::vector<sim::RunResult>(static_cast<size_t>(f.seeds))});
   }
   // Jobs are (policy, seed); each worker has its own cluster so topology memos are not shared.
   const int jobs = static_cast<int>(f.policies.size()) * f.seeds;
@@ -290,10 +292,10 @@ int simulateCommand(const std::vector<std::string>& args) {
       in.sorted_pods = &pods;
       in.seed = f.first_seed + j % f.seeds;
       in.tune_ratio = f.tune;
-      in.policy.kind = p.policy;
+      in.policy = f.policies[static_cast<size_t>(j / f.seeds)];
       in.in_order = f.in_order;
       p.runs[static_cast<size_t>(j % f.seeds)] = sim::replay(in);
-      progress.done(std::string(sched::policyName(p.policy)) + " seed " + std::to_string(in.seed));
+      progress.done(p.policy + " seed " + std::to_string(in.seed));
     }
   };
   std::vector<std::thread> pool;
@@ -318,7 +320,7 @@ int simulateCommand(const std::vector<std::string>& args) {
                                                run.capacity_gpus * model::kMilliPerGpu, run.seed, f.tune);
         for (size_t step = 0; step < run.node_of.size(); ++step) {
           const int node = run.node_of[step];
-          csv += std::string(sched::policyName(p.policy)) + "," + std::to_string(run.seed) + "," +
+          csv += p.policy + "," + std::to_string(run.seed) + "," +
                  pods[static_cast<size_t>(plan.order[step])].name + "," +
                  (node >= 0 ? node_names[static_cast<size_t>(node)] : std::string()) + "\n";
         }

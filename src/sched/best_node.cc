@@ -1,5 +1,7 @@
 #include "troupe/sched/best_node.h"
 
+#include "troupe/sched/choose_node.h"
+
 namespace troupe::sched {
 
 uint64_t nodeTieRank(std::string_view name) {
@@ -11,28 +13,11 @@ uint64_t nodeTieRank(std::string_view name) {
   return h;
 }
 
-double nodeValue(const PolicyConfig& policy, const model::NodeState& node, const GpuRequest& req,
-                 const ScoreContext& context) {
-  return policy.kind == PolicyKind::kRandom ? unitScore(policy, node, req, Placement{}, context)
-                                            : scoreNode(policy, node, req, context).value;
-}
-
-int bestByValue(const std::vector<const model::NodeState*>& nodes, std::span<const double> values) {
-  int best = -1;
-  double best_value = 0;
-  uint64_t best_rank = 0;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    // Exact comparisons, as the simulator's: the policies' whole-number steps are meant to tie.
-    const double value = values[i];
-    if (best >= 0 && !(value >= best_value)) continue;  // hash the name (the rank) only for ties
-    const uint64_t rank = nodeTieRank(nodes[i]->info().name);
-    if (best < 0 || value > best_value || rank < best_rank) {
-      best = static_cast<int>(i);
-      best_value = value;
-      best_rank = rank;
-    }
-  }
-  return best;
+int bestByValue(const Policy& policy, const std::vector<const model::NodeState*>& nodes,
+                std::span<const double> values) {
+  return chooseNode(
+      nodes.size(), policy, TieBreak::kNodeOrder, [&](size_t i) { return values[i]; },
+      [&](size_t i) { return nodeTieRank(nodes[i]->info().name); });
 }
 
 }  // namespace troupe::sched

@@ -13,12 +13,6 @@ namespace {
 using model::kMilliPerGpu;
 using model::NodeState;
 
-struct FragEval {
-  int points = 0;    // FGD's integer score
-  double delta = 0;  // F_after - F_before, milli-GPU
-  int gpu = -1;      // for sharing pods: the GPU evaluated best
-};
-
 // F of the node with `cpu` and `free` left: from the run's memo when there is one, else computed
 // with `access` (mixAccess for the node's product).
 double fragOf(const ScoreContext& ctx, const RequestMix& mix, const std::string& product,
@@ -28,6 +22,8 @@ double fragOf(const ScoreContext& ctx, const RequestMix& mix, const std::string&
 
 // FGD's evaluation: F before and after the pod. Sharing pods try every GPU that fits and keep
 // the best (lowest index among equal scores); other pods take what `taken` names.
+}  // namespace
+
 FragEval evalFragmentation(const NodeState& node, const GpuRequest& req, const ScoreContext& ctx,
                            uint64_t taken) {
   const RequestMix& mix = ctx.mix ? *ctx.mix : RequestMix::defaults();
@@ -76,22 +72,6 @@ double packAfter(const NodeState& node, const GpuRequest& req) {
       1.0, static_cast<double>(node.usedMilliTotal() + req.totalMilli()) / static_cast<double>(capacity));
 }
 
-// Troupe: FGD's quantised fragmentation on the live mix decides. Its whole-point steps make
-// near-equal nodes tie, and ties are where the blend (below one point) chooses.
-double troupeValue(const PolicyConfig& policy, const NodeState& node, const GpuRequest& req,
-                   Placement& placement, const ScoreContext& ctx) {
-  FragEval frag = evalFragmentation(node, req, ctx, model::indicesToMask(placement.gpus));
-  if (req.shared() && frag.gpu >= 0) placement.gpus = {frag.gpu};
-  return frag.points + 0.99 * troupeBlend(policy, node, req, placement);
-}
-
-uint64_t mixHash(uint64_t h, uint64_t v) {
-  h ^= v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
-  return h * 0xBF58476D1CE4E5B9ULL;
-}
-
-}  // namespace
-
 Placement lowestFreePlacement(const NodeState& node, int gpus) {
   Placement p;
   uint64_t free = node.fullyFreeMask();
@@ -126,98 +106,47 @@ void describePlacement(const model::GpuTopology& topology, Placement& p) {
   p.best_possible = p.topology_quality >= 1.0 - 1e-9;
 }
 
-TieBreak tieBreakOf(PolicyKind kind) {
-  return kind == PolicyKind::kKube ? TieBreak::kRandom : TieBreak::kNodeOrder;
-}
-
-double troupeBlend(const PolicyConfig& policy, const NodeState& node, const GpuRequest& req,
-                   const Placement& placement) {
-  // Untouched NVLink domains (of 2+ GPUs) that this placement would break.
-  const uint64_t free = node.fullyFreeMask();
-  const uint64_t taken = model::indicesToMask(placement.gpus);
-  int intact = 0, broken = 0;
-  for (uint64_t d : node.topology().nvlinkDomains()) {
-    if (std::popcount(d) < 2 || (d & free) != d) continue;
-    ++intact;
-    if ((d & taken) != 0 && (d & taken) != d) ++broken;
-  }
-  const double domains = intact == 0 ? 1.0 : 1.0 - static_cast<double>(broken) / intact;
-  // Topology: half relative (the best set this node offers), half absolute (how fast that
-  // set is), so a multi-GPU pod prefers NVSwitch over PCIe and, on a node, its best GPUs.
-  double topology = 1.0;
-  if (req.gpus > 1 && req.topology != TopologyMode::kNone) {
-    topology =
-        0.5 * placement.topology_quality + 0.5 * std::min(1.0, placement.bottleneck / kReferenceBandwidth);
-  }
-  // Pack: fill smaller nodes first. Among equally fragmenting choices this keeps the big nodes
-  // whole for the big jobs (measured on the openb trace: 4.78% -> 4.69% unallocated, where
-  // preferring fuller nodes instead does worse than the seeded order, 4.85%).
-  const double small_first = 1.0 - std::min(64, node.gpuCount()) / 64.0;
-  const double total = policy.pack_weight + policy.topology_weight + policy.domain_weight;
-  if (total <= 0) return 0.0;
-  return (policy.pack_weight * small_first + policy.topology_weight * topology +
-          policy.domain_weight * domains) /
-         total;
-}
-
-double unitScore(const PolicyConfig& policy, const NodeState& node, const GpuRequest& req,
-                 const Placement& placement, const ScoreContext& ctx) {
-  switch (policy.kind) {
-    case PolicyKind::kTroupe: {
-      Placement p = placement;
-      return troupeValue(policy, node, req, p, ctx) / 101.0;
-    }
-    case PolicyKind::kRandom: {
-      uint64_t h = 1469598103934665603ULL;
-      for (unsigned char c : node.info().name) h = mixHash(h, c);
-      h = mixHash(h, static_cast<uint64_t>(node.usedMilliTotal()));
-      h = mixHash(h, static_cast<uint64_t>(node.podCount()));
-      return static_cast<double>(h >> 11) / 9007199254740992.0;
-    }
-    case PolicyKind::kKube: return static_cast<double>(kubeDefaultScore(node, req)) / 200.0;
-    case PolicyKind::kBinpack: return packAfter(node, req);
-    case PolicyKind::kSpread: return 1.0 - packAfter(node, req);
-    default: return std::clamp(scoreNode(policy, node, req, ctx).value / 100.0, 0.0, 1.0);
-  }
-}
-
-NodeScore scoreNode(const PolicyConfig& policy, const NodeState& node, const GpuRequest& req,
-                    const ScoreContext& ctx) {
-  NodeScore out;
-  if (policy.kind == PolicyKind::kTroupe) {
-    // Troupe's own GPU choice: the best-connected set (placeOnNode), then describe it.
-    if (req.wantsGpus() && !req.shared()) {
-      if (std::optional<Placement> p = placeOnNode(node, req)) out.placement = *p;
-    }
-    describePlacement(node.topology(), out.placement);
-    out.value = troupeValue(policy, node, req, out.placement, ctx);
-    return out;
-  }
-  // The paper's GPU choice: lowest-index free GPUs; the tightest GPU for a share.
+Placement paperPlacement(const NodeState& node, const GpuRequest& req) {
+  Placement p;
   if (req.shared()) {
-    out.placement.gpus = {tightestGpu(node, req.milli_per_gpu)};
+    p.gpus = {tightestGpu(node, req.milli_per_gpu)};
   } else if (req.wantsGpus()) {
-    out.placement = lowestFreePlacement(node, req.gpus);
+    p = lowestFreePlacement(node, req.gpus);
   }
-  switch (policy.kind) {
-    case PolicyKind::kFgd: {
-      FragEval frag = evalFragmentation(node, req, ctx, model::indicesToMask(out.placement.gpus));
-      if (req.shared()) out.placement.gpus = {frag.gpu};
-      out.value = frag.points;
-      break;
-    }
-    case PolicyKind::kBestFit: out.value = static_cast<double>(bestFitScore(node, req)); break;
-    case PolicyKind::kDotProduct: out.value = static_cast<double>(dotProductScore(node, req)); break;
-    case PolicyKind::kGpuPacking: out.value = static_cast<double>(gpuPackingScore(node, req)); break;
-    case PolicyKind::kGpuClustering: out.value = static_cast<double>(gpuClusteringScore(node, req)); break;
-    case PolicyKind::kKube: out.value = static_cast<double>(kubeDefaultScore(node, req)); break;
-    case PolicyKind::kBinpack: out.value = packAfter(node, req); break;
-    case PolicyKind::kSpread: out.value = 1.0 - packAfter(node, req); break;
-    case PolicyKind::kRandom: out.value = 0; break;
-    case PolicyKind::kTroupe: break;
-  }
+  return p;
+}
+
+NodeScore paperScore(const NodeState& node, const GpuRequest& req, double value) {
+  NodeScore out{value, paperPlacement(node, req)};
   describePlacement(node.topology(), out.placement);
   return out;
+}
+
+namespace {
+
+class RulePolicy final : public Policy {
+ public:
+  explicit RulePolicy(ScoreRule rule) : rule_(std::move(rule)) {}
+  std::string_view name() const override { return rule_.name; }
+  TieBreak tieBreak() const override { return rule_.ties; }
+  NodeScore score(const NodeState& node, const GpuRequest& req, const ScoreContext&) const override {
+    return paperScore(node, req, rule_.value(node, req));
+  }
+  double unitScore(const NodeState& node, const GpuRequest& req, const Placement&,
+                   const ScoreContext&) const override {
+    return std::clamp(rule_.value(node, req) / rule_.full_scale, 0.0, 1.0);
+  }
+
+ private:
+  ScoreRule rule_;
+};
+
+}  // namespace
+
+PolicyEntry rulePolicy(ScoreRule rule) {
+  std::string name = rule.name;
+  return {std::move(name),
+          [rule](const PolicyArgs&) -> PolicyPtr { return std::make_shared<RulePolicy>(rule); }};
 }
 
 }  // namespace troupe::sched

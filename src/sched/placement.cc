@@ -93,7 +93,8 @@ Fit fitOf(Misfit misfit) {
 
 const char* categoryOf(Misfit misfit) {
   switch (misfit) {
-    case Misfit::kNone: return "";
+    case Misfit::kNone:
+    case Misfit::kEnd: return "";
     case Misfit::kNoGpus: return "no-gpus";
     case Misfit::kNoProductLabel:
     case Misfit::kModel: return "model";
@@ -116,7 +117,8 @@ const char* categoryOf(Misfit misfit) {
 // Short and node-independent (but for the model) so kube-scheduler groups them well.
 std::string describeMisfit(Misfit misfit, const NodeState& node, const GpuRequest& req) {
   switch (misfit) {
-    case Misfit::kNone: return "";
+    case Misfit::kNone:
+    case Misfit::kEnd: return "";
     case Misfit::kNoGpus: return "troupe: node has no GPUs (nvidia.com/gpu)";
     case Misfit::kNoProductLabel:
       return "troupe: node has no nvidia.com/gpu.product label to match troupe.dev/gpu-model";

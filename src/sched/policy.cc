@@ -1,58 +1,31 @@
 #include "troupe/sched/policy.h"
 
-#include "troupe/common/strings.h"
+#include <algorithm>
+
+#include "troupe/sched/policy_registry.h"
 
 namespace troupe::sched {
 
-const char* policyName(PolicyKind kind) {
-  switch (kind) {
-    case PolicyKind::kTroupe: return "troupe";
-    case PolicyKind::kFgd: return "fgd";
-    case PolicyKind::kBestFit: return "best-fit";
-    case PolicyKind::kDotProduct: return "dot-product";
-    case PolicyKind::kGpuPacking: return "gpu-packing";
-    case PolicyKind::kGpuClustering: return "gpu-clustering";
-    case PolicyKind::kRandom: return "random";
-    case PolicyKind::kKube: return "kube";
-    case PolicyKind::kBinpack: return "binpack";
-    case PolicyKind::kSpread: return "spread";
-  }
-  return "?";
+double Policy::unitScore(const model::NodeState& node, const GpuRequest& req, const Placement& /*placement*/,
+                         const ScoreContext& context) const {
+  return std::clamp(score(node, req, context).value / 100.0, 0.0, 1.0);
 }
 
-std::vector<PolicyKind> allPolicies() {
-  return {PolicyKind::kTroupe,     PolicyKind::kFgd,           PolicyKind::kBestFit, PolicyKind::kDotProduct,
-          PolicyKind::kGpuPacking, PolicyKind::kGpuClustering, PolicyKind::kRandom,  PolicyKind::kKube,
-          PolicyKind::kBinpack,    PolicyKind::kSpread};
+double Policy::rankValue(const model::NodeState& node, const GpuRequest& req,
+                         const ScoreContext& context) const {
+  return score(node, req, context).value;
 }
 
-std::vector<std::string> policyNames() {
-  std::vector<std::string> names;
-  for (PolicyKind k : allPolicies()) names.push_back(policyName(k));
-  return names;
+// The built-in troupe always exists with default arguments, so value() cannot fail here.
+PolicyConfig::PolicyConfig() : policy_(builtinPolicies().create("troupe").value()) {}
+
+PolicyConfig::PolicyConfig(PolicyPtr policy) : policy_(std::move(policy)) {
+  if (!policy_) *this = PolicyConfig();
 }
 
-Result<PolicyKind> parsePolicy(std::string_view name) {
-  for (PolicyKind k : allPolicies()) {
-    if (name == policyName(k)) return k;
-  }
-  return invalidArgument("unknown policy \"" + std::string(name) + "\"; expected one of " +
-                         joinList(policyNames(), ", "));
-}
-
-std::vector<std::string> validatePolicy(const PolicyConfig& c) {
-  std::vector<std::string> errors;
-  auto nonNegative = [&](double v, const char* field) {
-    if (v < 0)
-      errors.push_back(std::string("policy.weights.") + field + ": must be >= 0, got " + std::to_string(v));
-  };
-  nonNegative(c.pack_weight, "pack");
-  nonNegative(c.topology_weight, "topology");
-  nonNegative(c.domain_weight, "domains");
-  if (c.pack_weight + c.topology_weight + c.domain_weight <= 0) {
-    errors.push_back("policy.weights: at least one of pack, topology, domains must be > 0");
-  }
-  return errors;
+NodeScore scoreNode(const PolicyConfig& config, const model::NodeState& node, const GpuRequest& req,
+                    const ScoreContext& context) {
+  return config->score(node, req, context);
 }
 
 }  // namespace troupe::sched

@@ -322,7 +322,7 @@ int Scheduler::narrowLocked(const GpuRequest& req, const std::vector<const model
   const std::shared_ptr<const RequestMix> mix = mix_window_.current();
   const ScoreContext context{mix.get(), nullptr};
   // Nodes in the same scoring state (profile, GPUs in use, ...) share one computed value.
-  SharedNodeValues shared(config_.policy, req, context);
+  SharedNodeValues shared(*config_.policy, req, context);
   auto score = [&](const model::NodeState& node) { return shared.value(node); };
   std::vector<double> values(nodes.size());
   if (config_.remember_scores) {
@@ -330,7 +330,7 @@ int Scheduler::narrowLocked(const GpuRequest& req, const std::vector<const model
   } else {
     for (size_t i = 0; i < nodes.size(); ++i) values[i] = score(*nodes[i]);
   }
-  const int best = bestByValue(nodes, values);
+  const int best = bestByValue(*config_.policy, nodes, values);
   // The other fitting nodes are left out of the answer, not listed in FailedNodes: kube-scheduler
   // takes the nodes an extender returns and records a status only for those it names, so each
   // listed node costs it decoding and a status per pod (at 5,000 nodes ~300 KB of JSON per pod,
@@ -501,12 +501,13 @@ size_t Scheduler::learnedNodeCount() const {
   return learned_.size();
 }
 
-std::vector<HostScore> Scheduler::prioritize(const PodFacts& pod,
+std::vector<HostValue> Scheduler::prioritize(const PodFacts& pod,
                                              const std::vector<std::string>& node_names) {
-  std::vector<HostScore> out;
+  std::vector<HostValue> out;
+  out.reserve(node_names.size());
   Result<GpuRequest> req = parseGpuRequest(pod, config_.topology_levels);
   if (!req.isOk()) {
-    for (const std::string& n : node_names) out.push_back({n, 0});
+    for (const std::string& n : node_names) out.push_back({n, -1.0});
     return out;
   }
   const std::optional<Pending> known = pendingOf(pod.uid);
@@ -514,72 +515,35 @@ std::vector<HostScore> Scheduler::prioritize(const PodFacts& pod,
     std::shared_lock lock(mu_);
     auto g = gangs_.find(known->gang);
     if (g != gangs_.end() && !g->second.slots.empty()) {
-      // A planned member: its slot's node wins outright, every other node gets 0.
+      // A planned member: its slot's node wins outright, every other node is out.
       std::string slot_node;
       for (const GangSlot& slot : g->second.slots) {
         if (slot.member_uid == pod.uid) slot_node = slot.node;
       }
-      for (const std::string& n : node_names) out.push_back({n, n == slot_node ? 10 : 0});
+      for (const std::string& n : node_names) out.push_back({n, n == slot_node ? 1.0 : -1.0});
       return out;
     }
   }
   if (!known && remember(pod, req.value()) == Seen::kDeleted) {
-    for (const std::string& n : node_names) out.push_back({n, 0});
+    for (const std::string& n : node_names) out.push_back({n, -1.0});
     return out;
   }
-  struct Raw {
-    const std::string* name;
-    double score;
-    uint64_t rank;
-  };
-  std::vector<Raw> raw;
-  raw.reserve(node_names.size());
   const std::shared_ptr<const RequestMix> mix = mix_window_.current();
   const ScoreContext context{mix.get(), nullptr};
-  {
-    std::shared_lock lock(mu_);
-    // Lookups first, as in filter(): independent lookups overlap their cache misses.
-    std::vector<const model::NodeState*> found(node_names.size(), nullptr);
-    index_.findAll(node_names, found);
-    for (size_t i = 0; i < node_names.size(); ++i) {
-      const std::string& name = node_names[i];
-      double s = -1.0;  // unknown or no longer fitting: lowest
-      if (found[i]) {
-        if (!req.value().wantsGpus()) {
-          s = 0.0;
-        } else if (std::optional<Placement> p = placeOnNode(*found[i], req.value())) {
-          s = unitScore(config_.policy, *found[i], req.value(), *p, context);
-        }
+  std::shared_lock lock(mu_);
+  // Lookups first, as in filter(): independent lookups overlap their cache misses.
+  std::vector<const model::NodeState*> found(node_names.size(), nullptr);
+  index_.findAll(node_names, found);
+  for (size_t i = 0; i < node_names.size(); ++i) {
+    double v = -1.0;  // unknown or no longer fitting
+    if (found[i]) {
+      if (!req.value().wantsGpus()) {
+        v = 0.0;
+      } else if (std::optional<Placement> p = placeOnNode(*found[i], req.value())) {
+        v = config_.policy->unitScore(*found[i], req.value(), *p, context);
       }
-      raw.push_back({&name, s, nodeTieRank(name)});
     }
-  }
-  if (raw.empty()) return out;
-  double lo = 1e300, hi = -1e300;
-  for (const Raw& r : raw) {
-    if (r.score < 0) continue;
-    lo = std::min(lo, r.score);
-    hi = std::max(hi, r.score);
-  }
-  const Raw* best = nullptr;
-  for (const Raw& r : raw) {
-    if (r.score < 0) continue;
-    if (!best || r.score > best->score + 1e-12 ||
-        (std::abs(r.score - best->score) <= 1e-12 && r.rank < best->rank)) {
-      best = &r;
-    }
-  }
-  out.reserve(raw.size());
-  for (const Raw& r : raw) {
-    int64_t s = 0;
-    if (&r == best) {
-      s = 10;
-    } else if (r.score >= 0) {
-      // Everyone else spreads over 0..9 by raw score, so the runner-up still outranks the rest.
-      s = hi > lo ? static_cast<int64_t>(std::floor(9.0 * (r.score - lo) / (hi - lo))) : 9;
-      s = std::clamp<int64_t>(s, 0, 9);
-    }
-    out.push_back({*r.name, s});
+    out.push_back({node_names[i], v});
   }
   return out;
 }

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <bit>
 
-#include "troupe/sched/best_node.h"
 #include "troupe/sched/fragmentation.h"
 
 namespace troupe::sched {
@@ -21,15 +20,8 @@ uint64_t hashKey(const std::array<uint64_t, 8>& key) {
 
 }  // namespace
 
-SharedNodeValues::SharedNodeValues(const PolicyConfig& policy, const GpuRequest& req,
-                                   const ScoreContext& context)
-    : policy_(policy),
-      req_(req),
-      context_(context),
-      // Both read the node only through scoreNode's placement and evalFragmentation (see the
-      // header); the others read what the key leaves out (CPU and memory amounts, pod counts,
-      // the name).
-      shareable_(policy.kind == PolicyKind::kTroupe || policy.kind == PolicyKind::kFgd) {
+SharedNodeValues::SharedNodeValues(const Policy& policy, const GpuRequest& req, const ScoreContext& context)
+    : policy_(policy), req_(req), context_(context), shareable_(policy.sharesNodeValues()) {
   if (!shareable_) return;
   const RequestMix& mix = context.mix ? *context.mix : RequestMix::defaults();
   for (const TypicalRequest& m : mix.entries()) cpu_thresholds_.push_back(m.cpu_milli);
@@ -96,7 +88,7 @@ double SharedNodeValues::value(const model::NodeState& node) {
   Key key{};
   if (!shareable_ || !keyOf(node, key)) {
     ++computed_;
-    return nodeValue(policy_, node, req_, context_);
+    return policy_.rankValue(node, req_, context_);
   }
   const size_t mask = slots_.size() - 1;
   size_t i = hashKey(key) & mask;
@@ -104,7 +96,7 @@ double SharedNodeValues::value(const model::NodeState& node) {
     if (slots_[i].key == key) return slots_[i].value;
     i = (i + 1) & mask;
   }
-  const double v = nodeValue(policy_, node, req_, context_);
+  const double v = policy_.rankValue(node, req_, context_);
   ++computed_;
   slots_[i] = Slot{key, v, true};
   if (++filled_ * 2 > slots_.size()) grow();

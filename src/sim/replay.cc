@@ -5,14 +5,12 @@
 #include <optional>
 #include <tuple>
 
-#include "troupe/sched/node_scoring.h"
+#include "troupe/sched/choose_node.h"
 #include "troupe/sched/placement.h"
 #include "troupe/sched/request_mix.h"
 
 namespace troupe::sim {
 namespace {
-
-using sched::PolicyKind;
 
 // The mix a policy measures fragmentation against. FGD: the trace's own typical pods (the
 // original list, before tuning), as in the paper. Troupe: the live extender's window of recent
@@ -20,8 +18,8 @@ using sched::PolicyKind;
 // in creation (name) order, then updated with every arrival.
 class MixSource {
  public:
-  MixSource(const std::vector<TracePod>& pods, PolicyKind kind, bool cold)
-      : live_(cold || kind == PolicyKind::kTroupe) {
+  MixSource(const std::vector<TracePod>& pods, const sched::Policy& policy, bool cold)
+      : live_(cold || policy.usesLiveMix()) {
     if (cold) return;  // a fresh extender: the defaults until the window's first refresh
     if (live_) {
       for (const TracePod& p : pods) window_.record(requestOf(p));
@@ -41,8 +39,7 @@ class MixSource {
     std::shared_ptr<const sched::RequestMix> mix = live_ ? window_.current() : fixed_;
     if (!mix) return {};
     if (mix != current_) {
-      current_ = mix;
-      cache_.reset();
+      current_ = mix;  // emplace replaces the old mix's cache
       cache_.emplace(*mix);
       ++epoch_;
     }
@@ -122,14 +119,16 @@ RunResult replay(const ReplayInput& in) {
   for (const TracePod& p : pods) requests.push_back(requestOf(p));
 
   RunResult result;
-  result.policy = in.policy.kind;
+  result.policy = std::string(in.policy.name());
   result.seed = in.seed;
   result.capacity_gpus = cluster.gpus;
   result.pods = static_cast<int>(plan.order.size());
   result.clones = plan.clones;
   result.curve.reserve(plan.order.size());
-  MixSource mix(pods, in.policy.kind, in.in_order);
-  const sched::TieBreak ties = in.in_order ? sched::TieBreak::kNodeOrder : sched::tieBreakOf(in.policy.kind);
+  const sched::Policy& policy = *in.policy;
+  MixSource mix(pods, policy, in.in_order);
+  const sched::TieBreak ties = in.in_order ? sched::TieBreak::kNodeOrder : policy.tieBreak();
+  const sched::Draw draw = [&rng](int n) { return rng.intn(n); };
   int64_t arrived = 0, used = 0;
   std::vector<size_t> feasible;
   feasible.reserve(nodes.size());
@@ -161,43 +160,24 @@ RunResult replay(const ReplayInput& in) {
     if (!in.in_order || !feasible.empty() || kubeFitsSomewhere(nodes, req)) mix.arrived(req);
     std::optional<size_t> chosen;
     sched::Placement placement;
-    if (feasible.size() == 1) {
-      // kube-scheduler takes a lone feasible node without scoring.
-      chosen = feasible.front();
-      placement = sched::scoreNode(in.policy, nodes[*chosen], req, mix.context()).placement;
-    } else if (!feasible.empty() && in.policy.kind == PolicyKind::kRandom) {
-      chosen = feasible[static_cast<size_t>(rng.intn(static_cast<int>(feasible.size())))];
-      placement = sched::scoreNode(in.policy, nodes[*chosen], req, mix.context()).placement;
-    } else if (!feasible.empty()) {
+    if (!feasible.empty()) {
       const sched::ScoreContext ctx = mix.context();
-      double best = 0;
-      int tied = 0;
-      for (size_t i : feasible) {
-        Memo& m = memoOf(i, pod);
+      // The memo's score when it is for this node state and mix, else a fresh one.
+      auto scoreOf = [&](size_t node) -> const sched::NodeScore& {
+        Memo& m = memoOf(node, pod);
         if (m.epoch != mix.epoch()) {
-          m.score = sched::scoreNode(in.policy, nodes[i], req, ctx);
+          m.score = policy.score(nodes[node], req, ctx);
           m.epoch = mix.epoch();
         }
-        const sched::NodeScore& s = m.score;
-        bool take = false;
-        if (!chosen || s.value > best) {
-          take = true;
-          tied = 1;
-        } else if (s.value == best) {
-          if (ties == sched::TieBreak::kRandom) {
-            take = rng.intn(++tied) == 0;  // reservoir sampling, as kube-scheduler's selectHost
-          } else {
-            take = plan.node_rank[i] < plan.node_rank[*chosen];
-          }
-        }
-        if (take) {
-          chosen = i;
-          best = s.value;
-          placement = s.placement;
-        }
-      }
+        return m.score;
+      };
+      const int k = sched::chooseNode(
+          feasible.size(), policy, ties, [&](size_t i) { return scoreOf(feasible[i]).value; },
+          [&](size_t i) { return plan.node_rank[feasible[i]]; }, draw);
+      chosen = feasible[static_cast<size_t>(k)];
+      placement = scoreOf(*chosen).placement;
     }
-    if (chosen && in.policy.kind == PolicyKind::kRandom && req.shared()) {
+    if (chosen && policy.drawsNode() && req.shared()) {
       // A uniformly random GPU that fits, by reservoir sampling on the same stream.
       int seen = 0;
       for (int g = 0; g < nodes[*chosen].gpuCount(); ++g) {

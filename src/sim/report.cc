@@ -134,7 +134,7 @@ std::string renderTable(const Report& report) {
   header += pad("best GPU set", 16, true) + pad("s/run", 8, true);
   out += header + "\n" + std::string(header.size(), '-') + "\n";
   for (const PolicyRuns& p : report.policies) {
-    std::string row = pad(sched::policyName(p.policy), 16);
+    std::string row = pad(p.policy, 16);
     for (int x : report.points) {
       std::vector<double> v = unallocatedAt(p, x);
       if (v.empty()) {
@@ -163,7 +163,7 @@ std::string renderJson(const Report& report) {
   for (size_t i = 0; i < report.policies.size(); ++i) {
     const PolicyRuns& p = report.policies[i];
     out += i ? ",\n" : "\n";
-    out += "    {\"policy\": " + jsonString(sched::policyName(p.policy)) + ", \"unallocated_percent\": {";
+    out += "    {\"policy\": " + jsonString(p.policy) + ", \"unallocated_percent\": {";
     for (size_t j = 0; j < report.points.size(); ++j) {
       const int x = report.points[j];
       std::vector<double> v = unallocatedAt(p, x);
@@ -193,8 +193,8 @@ std::string renderCurvesCsv(const Report& report) {
   const int top = maxPercent(report);
   for (const PolicyRuns& p : report.policies) {
     for (const auto& [x, s] : meanCurve(p, top)) {
-      out += std::string(sched::policyName(p.policy)) + "," + std::to_string(x) + "," + fixed(s.mean, 4) +
-             "," + fixed(s.sd, 4) + "," + std::to_string(s.n) + "\n";
+      out += std::string(p.policy) + "," + std::to_string(x) + "," + fixed(s.mean, 4) + "," + fixed(s.sd, 4) +
+             "," + std::to_string(s.n) + "\n";
     }
   }
   return out;
@@ -206,7 +206,7 @@ std::string renderRunsCsv(const Report& report) {
   out += ",multi_gpu_placed,multi_gpu_best,pods,placed,seconds\n";
   for (const PolicyRuns& p : report.policies) {
     for (const RunResult& r : p.runs) {
-      out += std::string(sched::policyName(p.policy)) + "," + std::to_string(r.seed);
+      out += std::string(p.policy) + "," + std::to_string(r.seed);
       for (int x : report.points) {
         std::optional<double> a = allocationAt(r, x);
         out += "," + (a ? fixed(100.0 - *a, 4) : std::string());
@@ -277,7 +277,7 @@ std::string renderSvg(const Report& report) {
   double ly = 60;
   for (size_t i = 0; i < report.policies.size(); ++i) {
     const PolicyRuns& p = report.policies[i];
-    std::string label = sched::policyName(p.policy);
+    std::string label = p.policy;
     if (!report.points.empty()) {
       std::vector<double> v = unallocatedAt(p, report.points.front());
       if (!v.empty())

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "adapters/http/extender_scores.h"
 #include "adapters/http/json_scanner.h"
 #include "adapters/http/wire.h"
 #include "fuzz_support.h"
@@ -85,8 +86,8 @@ int wireFilter(const uint8_t* data, size_t size) {
     FUZZ_CHECK(asked.count(n) == 1, "wire_filter", "filter passed a node it was not asked about: " + n);
   }
   checkJson("wire_filter", http::encodeFilterResult(a, r), "encodeFilterResult");
-  const std::vector<sched::HostScore> scores = s->prioritize(a.pod, a.node_names);
-  for (const sched::HostScore& h : scores) {
+  const std::vector<http::HostScore> scores = http::extenderScores(s->prioritize(a.pod, a.node_names));
+  for (const http::HostScore& h : scores) {
     FUZZ_CHECK(h.score >= 0 && h.score <= 10, "wire_filter",
                "a score outside 0..10: " + std::to_string(h.score));
     FUZZ_CHECK(asked.count(h.host) == 1, "wire_filter", "prioritize scored a node it was not asked about");

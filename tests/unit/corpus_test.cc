@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "adapters/http/extender_scores.h"
 #include "adapters/http/wire.h"
 #include "adapters/yaml/config.h"
 #include "support/fixtures.h"
@@ -256,7 +257,7 @@ TEST_CASE("corpus: Troupe's scores for the real prioritize bodies", "[wire][corp
     // kube-scheduler asks to rank only nodes that survived Troupe's filter.
     const troupe::sched::FilterResult f = sched.filter(args.pod, args.node_names);
     CHECK(f.passed == args.node_names);
-    const auto scores = sched.prioritize(args.pod, args.node_names);
+    const auto scores = troupe::http::extenderScores(sched.prioritize(args.pod, args.node_names));
     const Json out = mustParse(troupe::http::encodeHostPriorityList(scores));
     REQUIRE(out.is_array());
     REQUIRE(out.size() == args.node_names.size());

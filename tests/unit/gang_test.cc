@@ -8,11 +8,13 @@
 #include <set>
 #include <thread>
 
+#include "adapters/http/extender_scores.h"
 #include "support/fixtures.h"
 #include "troupe/sched/scheduler.h"
 
 using namespace troupe;
 using namespace troupe::sched;
+using troupe::http::HostScore;
 using troupe::testing::gpuNode;
 using troupe::testing::gpuPod;
 
@@ -161,7 +163,7 @@ TEST_CASE("gang: planned whole on the fewest nodes, GPUs held, members steered",
     // The other nodes are left out of the answer (kube-scheduler pays for every node listed).
     CHECK(r.unresolvable.empty());
     CHECK(r.failed.empty());
-    auto scores = s.prioritize(member("g", i, 4, 4), names);
+    auto scores = troupe::http::extenderScores(s.prioritize(member("g", i, 4, 4), names));
     for (const HostScore& h : scores) CHECK(h.score == (h.host == r.passed[0] ? 10 : 0));
   }
   CHECK(used_nodes.size() == 2);

@@ -6,8 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "adapters/http/extender_scores.h"
 #include "support/fixtures.h"
 #include "troupe/sched/best_node.h"
+#include "troupe/sched/policy_registry.h"
 #include "troupe/sched/scheduler.h"
 #include "troupe/sim/cluster.h"
 #include "troupe/sim/replay.h"
@@ -17,7 +19,6 @@ namespace {
 
 using troupe::sched::FilterResult;
 using troupe::sched::PodFacts;
-using troupe::sched::PolicyKind;
 using troupe::sched::Scheduler;
 using troupe::sched::SchedulerConfig;
 using troupe::testing::gpuNode;
@@ -25,9 +26,9 @@ using troupe::testing::gpuPod;
 
 constexpr const char* kBetter = "troupe: a better-placed node exists";
 
-Scheduler narrowing(bool on, PolicyKind kind = PolicyKind::kTroupe) {
+Scheduler narrowing(bool on, std::string_view kind = "troupe") {
   SchedulerConfig config;
-  config.policy.kind = kind;
+  config.policy = troupe::sched::builtinPolicies().create(kind).value();
   config.narrow_to_best = on;
   return Scheduler(config);
 }
@@ -45,7 +46,7 @@ void place(Scheduler& s, const PodFacts& pod, const std::string& node) {
   REQUIRE(r.isOk());
 }
 
-std::string topOf(const std::vector<troupe::sched::HostScore>& scores) {
+std::string topOf(const std::vector<troupe::http::HostScore>& scores) {
   for (const auto& h : scores)
     if (h.score == 10) return h.host;
   return "";
@@ -74,7 +75,7 @@ TEST_CASE("narrowing: filter passes only the best node and leaves the others out
   Scheduler plain = narrowing(false);
   for (const char* n : {"a", "b", "c"}) add(plain, gpuNode(n, 8));
   place(plain, gpuPod("busy", 4), "b");
-  CHECK(topOf(plain.prioritize(pod, {"a", "b", "c"})) == "b");
+  CHECK(topOf(troupe::http::extenderScores(plain.prioritize(pod, {"a", "b", "c"}))) == "b");
 }
 
 TEST_CASE("narrowing: equal nodes tie to one fixed node, whatever the request order", "[narrow]") {
@@ -84,7 +85,7 @@ TEST_CASE("narrowing: equal nodes tie to one fixed node, whatever the request or
       *std::min_element(names.begin(), names.end(), [](const auto& a, const auto& b) {
         return troupe::sched::nodeTieRank(a) < troupe::sched::nodeTieRank(b);
       });
-  for (PolicyKind kind : {PolicyKind::kTroupe, PolicyKind::kFgd, PolicyKind::kBestFit}) {
+  for (std::string_view kind : {"troupe", "fgd", "best-fit"}) {
     Scheduler s = narrowing(true, kind);
     for (const std::string& n : names) add(s, gpuNode(n, 8));
     std::vector<std::string> order = names;
@@ -157,11 +158,11 @@ TEST_CASE("narrowing: a live Scheduler places the example trace exactly as simul
   auto cluster = troupe::sim::buildCluster(trace_nodes.value(), catalog);
   REQUIRE(cluster.isOk());
 
-  for (PolicyKind kind : {PolicyKind::kTroupe, PolicyKind::kFgd, PolicyKind::kBestFit}) {
+  for (std::string_view kind : {"troupe", "fgd", "best-fit"}) {
     troupe::sim::ReplayInput in;
     in.cluster = &cluster.value();
     in.sorted_pods = &pods;
-    in.policy.kind = kind;
+    in.policy = troupe::sched::builtinPolicies().create(kind).value();
     in.in_order = true;
     const troupe::sim::RunResult sim = troupe::sim::replay(in);
     REQUIRE(sim.node_of.size() == pods.size());
@@ -212,11 +213,10 @@ TEST_CASE("narrowing: a live Scheduler places the example trace exactly as simul
       const std::string sim_node = s >= 0 ? cluster.value().nodes[static_cast<size_t>(s)].name : "";
       if (live_node != sim_node) {
         ++differ;
-        UNSCOPED_INFO(troupe::sched::policyName(kind)
-                      << ": pod " << pods[i].name << " live " << live_node << " sim " << sim_node);
+        UNSCOPED_INFO(kind << ": pod " << pods[i].name << " live " << live_node << " sim " << sim_node);
       }
     }
-    INFO(troupe::sched::policyName(kind) << ": " << placed << " placed, " << dropped << " dropped");
+    INFO(kind << ": " << placed << " placed, " << dropped << " dropped");
     CHECK(differ == 0);
     CHECK(placed == sim.placed);
     CHECK(dropped > 0);  // the example trace overfills its cluster: rejections are exercised too

@@ -14,10 +14,10 @@ void checkEqual(const ServeConfig& a, const ServeConfig& b) {
   CHECK(a.listen == b.listen);
   CHECK(a.max_body_bytes == b.max_body_bytes);
   CHECK(a.log_level == b.log_level);
-  CHECK(a.policy.kind == b.policy.kind);
-  CHECK(a.policy.pack_weight == b.policy.pack_weight);
-  CHECK(a.policy.topology_weight == b.policy.topology_weight);
-  CHECK(a.policy.domain_weight == b.policy.domain_weight);
+  CHECK(a.policy.name == b.policy.name);
+  CHECK(a.policy.args.troupe.pack_weight == b.policy.args.troupe.pack_weight);
+  CHECK(a.policy.args.troupe.topology_weight == b.policy.args.troupe.topology_weight);
+  CHECK(a.policy.args.troupe.domain_weight == b.policy.args.troupe.domain_weight);
   CHECK(a.narrow_to_best == b.narrow_to_best);
   CHECK(a.topology_levels == b.topology_levels);
   CHECK(a.gang_timeout == b.gang_timeout);

@@ -15,24 +15,25 @@
 #include <thread>
 #include <vector>
 
+#include "adapters/http/extender_scores.h"
 #include "support/fixtures.h"
+#include "troupe/sched/policy_registry.h"
 
 namespace {
 
 using troupe::Code;
+using troupe::http::HostScore;
 using troupe::model::Allocation;
 using troupe::sched::FilterResult;
-using troupe::sched::HostScore;
 using troupe::sched::PodFacts;
-using troupe::sched::PolicyKind;
 using troupe::sched::Scheduler;
 using troupe::sched::SchedulerConfig;
 using troupe::testing::gpuNode;
 using troupe::testing::gpuPod;
 
-Scheduler makeScheduler(PolicyKind kind = PolicyKind::kTroupe) {
+Scheduler makeScheduler(std::string_view kind = "troupe") {
   SchedulerConfig config;
-  config.policy.kind = kind;
+  config.policy = troupe::sched::builtinPolicies().create(kind).value();
   return Scheduler(config);
 }
 
@@ -297,7 +298,7 @@ TEST_CASE("scheduler: prioritize gives one node 10 and packs by default", "[sche
   hold(s, "half", "h", {0, 1, 2, 3});
   hold(s, "almost-full", "f", {0, 1, 2, 3, 4, 5, 6});
   const std::vector<std::string> names = {"empty", "half", "almost-full", "ghost"};
-  auto scores = s.prioritize(gpuPod("p", 2), names);
+  auto scores = troupe::http::extenderScores(s.prioritize(gpuPod("p", 2), names));
   checkScoreShape(scores, names);
   CHECK(scoreOf(scores, "half") == 10);
   CHECK(scoreOf(scores, "empty") < 10);
@@ -305,21 +306,21 @@ TEST_CASE("scheduler: prioritize gives one node 10 and packs by default", "[sche
   CHECK(scoreOf(scores, "ghost") == 0);        // unknown
 
   SECTION("spread prefers the empty node") {
-    Scheduler sp = makeScheduler(PolicyKind::kSpread);
+    Scheduler sp = makeScheduler("spread");
     addNode(sp, gpuNode("empty", 8));
     addNode(sp, gpuNode("half", 8));
     hold(sp, "half", "h", {0, 1, 2, 3});
-    auto sc = sp.prioritize(gpuPod("p", 2), {"empty", "half"});
+    auto sc = troupe::http::extenderScores(sp.prioritize(gpuPod("p", 2), {"empty", "half"}));
     checkScoreShape(sc, {"empty", "half"});
     CHECK(scoreOf(sc, "empty") == 10);
     CHECK(scoreOf(sc, "half") == 0);
   }
   SECTION("binpack prefers the fuller node") {
-    Scheduler bp = makeScheduler(PolicyKind::kBinpack);
+    Scheduler bp = makeScheduler("binpack");
     addNode(bp, gpuNode("empty", 8));
     addNode(bp, gpuNode("half", 8));
     hold(bp, "half", "h", {0, 1, 2, 3});
-    auto sc = bp.prioritize(gpuPod("p", 2), {"empty", "half"});
+    auto sc = troupe::http::extenderScores(bp.prioritize(gpuPod("p", 2), {"empty", "half"}));
     CHECK(scoreOf(sc, "half") == 10);
     CHECK(scoreOf(sc, "empty") == 0);
   }
@@ -332,7 +333,7 @@ TEST_CASE("scheduler: prioritize prefers better-connected GPUs when packing is e
   hold(s, "nv1-pair", "a", {2, 3, 4, 5, 6, 7});  // leaves 0-1: one NVLink
   hold(s, "nv2-pair", "b", {1, 2, 4, 5, 6, 7});  // leaves 0-3: two NVLinks
   const std::vector<std::string> names = {"nv1-pair", "nv2-pair"};
-  auto scores = s.prioritize(gpuPod("p", 2), names);
+  auto scores = troupe::http::extenderScores(s.prioritize(gpuPod("p", 2), names));
   checkScoreShape(scores, names);
   CHECK(scoreOf(scores, "nv2-pair") == 10);
   CHECK(scoreOf(scores, "nv1-pair") < 10);
@@ -345,21 +346,22 @@ TEST_CASE("scheduler: ties go to one node, stably", "[scheduler]") {
     names.push_back("twin-" + std::to_string(i));
     addNode(s, gpuNode(names.back(), 8));
   }
-  auto first = s.prioritize(gpuPod("p", 1), names);
+  auto first = troupe::http::extenderScores(s.prioritize(gpuPod("p", 1), names));
   checkScoreShape(first, names);
   for (const HostScore& h : first) CHECK((h.score == 10 || h.score == 9));
   std::vector<std::string> reversed(names.rbegin(), names.rend());
-  auto again = s.prioritize(gpuPod("q", 1), reversed);
+  auto again = troupe::http::extenderScores(s.prioritize(gpuPod("q", 1), reversed));
   checkScoreShape(again, reversed);
   auto winner = [](const std::vector<HostScore>& v) {
     return std::find_if(v.begin(), v.end(), [](const HostScore& h) { return h.score == 10; })->host;
   };
   CHECK(winner(first) == winner(again));  // independent of request order
 
-  auto invalid = s.prioritize(gpuPod("bad", 1, {{"troupe.dev/gpu-milli", "abc"}}), names);
+  auto invalid =
+      troupe::http::extenderScores(s.prioritize(gpuPod("bad", 1, {{"troupe.dev/gpu-milli", "abc"}}), names));
   REQUIRE(invalid.size() == names.size());
   for (const HostScore& h : invalid) CHECK(h.score == 0);
-  CHECK(s.prioritize(gpuPod("none", 1), {}).empty());
+  CHECK(troupe::http::extenderScores(s.prioritize(gpuPod("none", 1), {})).empty());
 }
 
 TEST_CASE("scheduler: reserve records GPUs, is idempotent and never overlaps", "[scheduler]") {
@@ -617,7 +619,7 @@ TEST_CASE("scheduler: concurrent filter/prioritize/reserve/release never double-
         if (!mine.empty()) drop();
         continue;
       }
-      std::vector<HostScore> scores = s.prioritize(pod, f.passed);
+      std::vector<HostScore> scores = troupe::http::extenderScores(s.prioritize(pod, f.passed));
       std::string target = f.passed.front();
       for (const HostScore& h : scores)
         if (h.score == 10) target = h.host;

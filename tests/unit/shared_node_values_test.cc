@@ -13,6 +13,7 @@
 #include "troupe/model/gpu_selection.h"
 #include "troupe/sched/best_node.h"
 #include "troupe/sched/placement.h"
+#include "troupe/sched/policy_registry.h"
 #include "troupe/sched/scheduler.h"
 
 namespace {
@@ -24,7 +25,6 @@ using troupe::model::TopologyCatalog;
 using troupe::sched::GpuRequest;
 using troupe::sched::Misfit;
 using troupe::sched::PolicyConfig;
-using troupe::sched::PolicyKind;
 using troupe::sched::RequestMix;
 using troupe::sched::ScoreContext;
 using troupe::sched::SharedNodeValues;
@@ -144,16 +144,15 @@ std::shared_ptr<const RequestMix> randomMix(Rng& rng) {
 }
 
 PolicyConfig randomPolicy(Rng& rng) {
-  PolicyConfig p;
-  const PolicyKind kinds[] = {PolicyKind::kTroupe, PolicyKind::kTroupe, PolicyKind::kFgd,
-                              PolicyKind::kBinpack, PolicyKind::kRandom};
-  p.kind = kinds[rng.next(5)];
+  const std::string_view kinds[] = {"troupe", "troupe", "fgd", "binpack", "random"};
+  const std::string_view kind = kinds[rng.next(5)];
+  troupe::sched::PolicyArgs args;
   if (rng.next(2)) {
-    p.pack_weight = static_cast<double>(rng.next(10));
-    p.topology_weight = static_cast<double>(rng.next(10));
-    p.domain_weight = 1 + static_cast<double>(rng.next(10));
+    args.troupe.pack_weight = static_cast<double>(rng.next(10));
+    args.troupe.topology_weight = static_cast<double>(rng.next(10));
+    args.troupe.domain_weight = 1 + static_cast<double>(rng.next(10));
   }
-  return p;
+  return troupe::sched::builtinPolicies().create(kind, args).value();
 }
 
 bool sameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
@@ -187,17 +186,18 @@ TEST_CASE("shared node values: every value and every choice equal nodeValue's on
       for (const NodeState& s : states) {
         if (troupe::sched::findMisfit(s, req) == Misfit::kNone) fits.push_back(&s);
       }
-      SharedNodeValues shared(policy, req, context);
+      SharedNodeValues shared(*policy, req, context);
       std::vector<double> direct(fits.size()), reused(fits.size());
       for (size_t i = 0; i < fits.size(); ++i) {
-        direct[i] = troupe::sched::nodeValue(policy, *fits[i], req, context);
+        direct[i] = policy->rankValue(*fits[i], req, context);
         reused[i] = shared.value(*fits[i]);
         INFO("node " << fits[i]->info().name << " gpus " << req.gpus << " milli " << req.milli_per_gpu);
         REQUIRE(sameBits(reused[i], direct[i]));
       }
-      CHECK(troupe::sched::bestByValue(fits, reused) == troupe::sched::bestByValue(fits, direct));
+      CHECK(troupe::sched::bestByValue(*policy, fits, reused) ==
+            troupe::sched::bestByValue(*policy, fits, direct));
       if (!fits.empty()) ++choices;
-      if (policy.kind == PolicyKind::kTroupe || policy.kind == PolicyKind::kFgd) {
+      if (policy->sharesNodeValues()) {
         scored += fits.size();
         computed += shared.computed();
       }
@@ -264,9 +264,9 @@ TEST_CASE("shared node values: a narrowing Scheduler picks the node scoring each
       std::vector<double> values(fits.size());
       const ScoreContext context{nullptr, nullptr};
       for (size_t i = 0; i < fits.size(); ++i) {
-        values[i] = troupe::sched::nodeValue(config.policy, *fits[i], parsed.value(), context);
+        values[i] = config.policy->rankValue(*fits[i], parsed.value(), context);
       }
-      const int best = troupe::sched::bestByValue(fits, values);
+      const int best = troupe::sched::bestByValue(*config.policy, fits, values);
       INFO("call " << call << " gpus " << req.gpus << " milli " << req.milli_per_gpu);
       if (best < 0) {
         CHECK(out.passed.empty());
@@ -292,9 +292,9 @@ TEST_CASE("shared node values: nodes with more GPUs than a key holds are scored 
   req.gpus = 1;
   const PolicyConfig policy;
   const ScoreContext context{nullptr, nullptr};
-  SharedNodeValues shared(policy, req, context);
+  SharedNodeValues shared(*policy, req, context);
   for (const NodeState& s : states) {
-    CHECK(sameBits(shared.value(s), troupe::sched::nodeValue(policy, s, req, context)));
+    CHECK(sameBits(shared.value(s), policy->rankValue(s, req, context)));
   }
   CHECK(shared.computed() == 3);  // the same state three times, computed three times
 }

@@ -4,7 +4,8 @@
 
 #include "troupe/model/node.h"
 #include "troupe/sched/fragmentation.h"
-#include "troupe/sched/node_scoring.h"
+#include "troupe/sched/policy.h"
+#include "troupe/sched/policy_registry.h"
 #include "troupe/sched/request_mix.h"
 
 namespace {
@@ -96,8 +97,7 @@ TEST_CASE("FGD scores a node by its best GPU for a share") {
   a.milli_per_gpu = 700;
   REQUIRE(node.add(a).isOk());  // free: 1000, 300
   RequestMix mix = handMix();
-  troupe::sched::PolicyConfig fgd;
-  fgd.kind = troupe::sched::PolicyKind::kFgd;
+  const troupe::sched::PolicyConfig fgd = troupe::sched::builtinPolicies().create("fgd").value();
   troupe::sched::NodeScore s = troupe::sched::scoreNode(fgd, node, shape(1, 500, 1000), {&mix, nullptr});
   CHECK(s.value == 53);
   CHECK(s.placement.gpus == std::vector<int>{0});
@@ -134,11 +134,10 @@ TEST_CASE("every policy scores a live placement on 0..1") {
   GpuRequest req = shape(2, 1000, 0);
   auto placement = troupe::sched::placeOnNode(node, req);
   REQUIRE(placement);
-  for (troupe::sched::PolicyKind kind : troupe::sched::allPolicies()) {
-    troupe::sched::PolicyConfig policy;
-    policy.kind = kind;
-    const double s = troupe::sched::unitScore(policy, node, req, *placement, troupe::sched::ScoreContext{});
-    INFO(troupe::sched::policyName(kind));
+  for (const std::string& kind : troupe::sched::builtinPolicies().names()) {
+    const troupe::sched::PolicyPtr policy = troupe::sched::builtinPolicies().create(kind).value();
+    const double s = policy->unitScore(node, req, *placement, troupe::sched::ScoreContext{});
+    INFO(kind);
     CHECK(s >= 0.0);
     CHECK(s <= 1.0);
   }

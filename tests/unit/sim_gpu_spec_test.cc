@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "troupe/sched/policy_registry.h"
 #include "troupe/sim/cluster.h"
 #include "troupe/sim/replay.h"
 #include "troupe/sim/workload.h"
 
 namespace {
 
-using troupe::sched::PolicyKind;
 using troupe::sim::TracePod;
 
 // Two one-GPU nodes with room for every pod's CPU and memory: "t4" (index 0) and "v100" (1).
@@ -64,7 +64,7 @@ TEST_CASE("FGD leaves the T4 to the pod that can only use a T4, on every seed") 
     in.sorted_pods = &pods;
     in.seed = seed;
     in.tune_ratio = 0.01;
-    in.policy.kind = PolicyKind::kFgd;
+    in.policy = troupe::sched::builtinPolicies().create("fgd").value();
     troupe::sim::RunResult r = troupe::sim::replay(in);
     INFO("seed " << seed);
     CHECK(r.placed == static_cast<int>(pods.size()));

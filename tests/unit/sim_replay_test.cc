@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "support/fixtures.h"
+#include "troupe/sched/policy_registry.h"
 #include "troupe/sim/cluster.h"
 #include "troupe/sim/replay.h"
 #include "troupe/sim/report.h"
@@ -12,7 +13,6 @@
 
 namespace {
 
-using troupe::sched::PolicyKind;
 using troupe::sim::Cluster;
 using troupe::sim::RunResult;
 using troupe::sim::TraceNode;
@@ -24,14 +24,14 @@ Cluster clusterOf(const std::vector<TraceNode>& nodes, troupe::model::TopologyCa
   return std::move(c).value();
 }
 
-RunResult run(const Cluster& cluster, const std::vector<TracePod>& pods, PolicyKind kind, int64_t seed,
+RunResult run(const Cluster& cluster, const std::vector<TracePod>& pods, std::string_view kind, int64_t seed,
               double tune = troupe::sim::kDefaultTuneRatio) {
   troupe::sim::ReplayInput in;
   in.cluster = &cluster;
   in.sorted_pods = &pods;
   in.seed = seed;
   in.tune_ratio = tune;
-  in.policy.kind = kind;
+  in.policy = troupe::sched::builtinPolicies().create(kind).value();
   return troupe::sim::replay(in);
 }
 
@@ -46,7 +46,7 @@ TEST_CASE("equal scores go to the node ranked first by the seeded permutation") 
     troupe::sim::RunPlan plan = troupe::sim::planRun(pods, 6, cluster.gpu_milli(), seed, 0.01);
     const int first = static_cast<int>(std::min_element(plan.node_rank.begin(), plan.node_rank.end()) -
                                        plan.node_rank.begin());
-    for (PolicyKind kind : {PolicyKind::kBestFit, PolicyKind::kFgd, PolicyKind::kTroupe}) {
+    for (std::string_view kind : {"best-fit", "fgd", "troupe"}) {
       RunResult r = run(cluster, pods, kind, seed, 0.01);
       REQUIRE(r.node_of.size() == 1);
       CHECK(r.node_of[0] == first);
@@ -58,7 +58,7 @@ TEST_CASE("a pod that fits nowhere is dropped, and still counts as arrived") {
   troupe::model::TopologyCatalog catalog;
   Cluster cluster = clusterOf({{"n", 8000, 4096, 1, "T4"}}, catalog);
   std::vector<TracePod> pods{{"a", 1000, 100, 1, 600, ""}, {"b", 1000, 100, 1, 600, ""}};
-  RunResult r = run(cluster, pods, PolicyKind::kBestFit, 42, 0.01);
+  RunResult r = run(cluster, pods, "best-fit", 42, 0.01);
   REQUIRE(r.curve.size() == 2);
   CHECK(r.placed == 1);
   CHECK(r.curve[1].arrived_milli == 1200);
@@ -78,9 +78,9 @@ TEST_CASE("the bundled example trace runs every policy") {
   REQUIRE(pods.isOk());
   troupe::model::TopologyCatalog catalog;
   Cluster cluster = clusterOf(nodes.value(), catalog);
-  for (PolicyKind kind : troupe::sched::allPolicies()) {
+  for (const std::string& kind : troupe::sched::builtinPolicies().names()) {
     RunResult r = run(cluster, pods.value(), kind, 42);
-    INFO(troupe::sched::policyName(kind));
+    INFO(kind);
     CHECK(r.placed > r.pods / 2);
     CHECK(troupe::sim::allocationAt(r, 100).has_value());
   }
@@ -109,14 +109,14 @@ TEST_CASE("faithfulness: best-fit and FGD on the openb trace land on the publish
   REQUIRE(cluster.nodes.size() == 1213);
   REQUIRE(cluster.gpus == 6212);
 
-  auto unallocated = [&](PolicyKind kind) {
-    troupe::sim::PolicyRuns runs{kind, {}};
+  auto unallocated = [&](std::string_view kind) {
+    troupe::sim::PolicyRuns runs{std::string(kind), {}};
     for (int64_t seed : {42, 43}) runs.runs.push_back(run(cluster, sorted, kind, seed));
     return troupe::sim::unallocatedAt(runs, 100);
   };
-  const std::vector<double> best_fit = unallocated(PolicyKind::kBestFit);
-  const std::vector<double> fgd = unallocated(PolicyKind::kFgd);
-  const std::vector<double> troupe_policy = unallocated(PolicyKind::kTroupe);
+  const std::vector<double> best_fit = unallocated("best-fit");
+  const std::vector<double> fgd = unallocated("fgd");
+  const std::vector<double> troupe_policy = unallocated("troupe");
   REQUIRE(best_fit.size() == 2);
   REQUIRE(fgd.size() == 2);
   REQUIRE(troupe_policy.size() == 2);

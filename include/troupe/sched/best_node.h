@@ -1,7 +1,7 @@
-// The one node the policy ranks first, chosen exactly as `troupe simulate` chooses it: the
-// highest NodeScore value wins, equal values go to a fixed node order. The live filter can
-// pass only this node (SchedulerConfig::narrow_to_best), so kube-scheduler, which takes a lone
-// feasible node without scoring, places the pod where the simulator would.
+// The one node the policy ranks first, chosen exactly as `troupe simulate` chooses it
+// (chooseNode): the highest value wins, equal values go to a fixed node order. The live filter
+// can pass only this node (SchedulerConfig::narrow_to_best), so kube-scheduler, which takes a
+// lone feasible node without scoring, places the pod where the simulator would.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "troupe/model/node.h"
-#include "troupe/sched/node_scoring.h"
+#include "troupe/sched/policy.h"
 
 namespace troupe::sched {
 
@@ -19,13 +19,10 @@ namespace troupe::sched {
 // scattering them, and it is stable across calls and restarts.
 uint64_t nodeTieRank(std::string_view name);
 
-// What the policy ranks a node by for `req`: NodeScore's value. The node must fit the pod
-// (findMisfit). The random policy ranks by unitScore's hash of the node and its load instead:
-// there is no random stream on the live path.
-double nodeValue(const PolicyConfig& policy, const model::NodeState& node, const GpuRequest& req,
-                 const ScoreContext& context);
-// Index into `nodes` of the best node given every node's nodeValue (values[i] for nodes[i]),
-// or -1 when `nodes` is empty.
-int bestByValue(const std::vector<const model::NodeState*>& nodes, std::span<const double> values);
+// Index into `nodes` of the best node given every node's Policy::rankValue (values[i] for
+// nodes[i]), or -1 when `nodes` is empty. Live there is no random stream: ties always go to
+// nodeTieRank, whatever the policy's tie-break.
+int bestByValue(const Policy& policy, const std::vector<const model::NodeState*>& nodes,
+                std::span<const double> values);
 
 }  // namespace troupe::sched

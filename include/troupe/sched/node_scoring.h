@@ -1,51 +1,48 @@
-// One entry point for every policy: what placing a pod on a node is worth, and which GPUs the
-// policy takes there. The simulator ranks nodes by it (ties by a seeded node order, as the FGD
-// artifact does); the live extender maps it onto kube-scheduler's 0..10.
+// Building blocks the policies (src/sched/policies/) share: the FGD paper's GPU choice, FGD's
+// fragmentation points, and how full a node gets.
 #pragma once
 
 #include <cstdint>
-#include <optional>
+#include <string>
 
 #include "troupe/model/node.h"
-#include "troupe/sched/fragmentation.h"
 #include "troupe/sched/placement.h"
 #include "troupe/sched/policy.h"
-#include "troupe/sched/request_mix.h"
+#include "troupe/sched/policy_registry.h"
 
 namespace troupe::sched {
 
-// What a policy may consult beyond the node and the pod.
-struct ScoreContext {
-  const RequestMix* mix = nullptr;      // fgd, troupe: the request mix; nullptr = defaults()
-  FragmentationCache* cache = nullptr;  // memo of F for `mix`; optional, not thread-safe
+// FGD's evaluation of placing the pod: its integer score for F before and after. Sharing pods
+// try every GPU that fits and keep the best (lowest index among equal scores); other pods take
+// the GPUs in `taken` (a mask).
+struct FragEval {
+  int points = 0;    // FGD's integer score
+  double delta = 0;  // F_after - F_before, milli-GPU
+  int gpu = -1;      // for sharing pods: the GPU evaluated best
 };
+FragEval evalFragmentation(const model::NodeState& node, const GpuRequest& req, const ScoreContext& context,
+                           uint64_t taken);
 
-struct NodeScore {
-  double value = 0;     // higher wins; the FGD paper's policies give whole numbers
-  Placement placement;  // the GPUs this policy takes on the node
+// The FGD paper's GPU choice, described: the lowest-index free GPUs, the tightest GPU for a
+// share, none for a CPU-only pod.
+Placement paperPlacement(const model::NodeState& node, const GpuRequest& req);
+// The paper's GPU choice with `value`: what the paper's plain scoring rules return.
+NodeScore paperScore(const model::NodeState& node, const GpuRequest& req, double value);
+
+// A policy that ranks by one formula of the node and the pod, on the paper's GPU choice
+// (best-fit, dot-product, gpu-packing, gpu-clustering, kube, binpack, spread). Its unitScore is
+// the value over `full_scale`, clamped to 0..1.
+struct ScoreRule {
+  std::string name;
+  double (*value)(const model::NodeState& node, const GpuRequest& req) = nullptr;
+  double full_scale = 100;  // the FGD paper's rules score 0..100
+  TieBreak ties = TieBreak::kNodeOrder;
 };
+PolicyEntry rulePolicy(ScoreRule rule);
 
-// The pod on a node that passed checkNode. Random scores every node alike here: its choice is
-// a draw the caller makes.
-NodeScore scoreNode(const PolicyConfig& policy, const model::NodeState& node, const GpuRequest& req,
-                    const ScoreContext& context);
+// The node's GPU use after the pod, 0..1 (binpack, spread).
+double packAfter(const model::NodeState& node, const GpuRequest& req);
 
-// The same for the live extender, on 0..1 for the placement it already chose. Random is a
-// hash of the node's name and load: it varies across nodes and pods without hidden state.
-double unitScore(const PolicyConfig& policy, const model::NodeState& node, const GpuRequest& req,
-                 const Placement& placement, const ScoreContext& context);
-
-// Troupe's blend, 0..1: the configured weights of how full the node gets (pack), how well the
-// chosen GPUs are connected (topology) and whether untouched NVLink domains stay whole.
-double troupeBlend(const PolicyConfig& policy, const model::NodeState& node, const GpuRequest& req,
-                   const Placement& placement);
-
-// How a policy breaks ties between equally scored nodes: a fixed node order (the FGD artifact's
-// patched kube-scheduler, and Troupe), or at random (the stock kube-scheduler).
-enum class TieBreak { kNodeOrder, kRandom };
-TieBreak tieBreakOf(PolicyKind kind);
-
-// Placement helpers shared by the policies.
 // The lowest-index fully free GPUs (what the artifact's exclusive allocation does).
 Placement lowestFreePlacement(const model::NodeState& node, int gpus);
 // The fitting GPU with the least room left, lowest index among equals; -1 when none fits.

@@ -1,5 +1,5 @@
 // Placement on one node: can the pod go there (checkNode), which GPUs it gets (placeOnNode),
-// Pure functions of a NodeState; what a placement is worth is node_scoring.h's (unitScore).
+// Pure functions of a NodeState; what a placement is worth is its Policy's (policy.h).
 #pragma once
 
 #include <optional>
@@ -42,8 +42,10 @@ enum class Misfit : uint8_t {
   kNoSharedGpu,
   kFewFreeGpus,
   kSplitDomains,
+  kEnd,  // not a misfit: the number of kinds. New kinds go above it, and arrays indexed by
+         // Misfit (kMisfitKinds long) grow with them.
 };
-inline constexpr size_t kMisfitKinds = 16;
+inline constexpr size_t kMisfitKinds = static_cast<size_t>(Misfit::kEnd);
 
 // Cheap feasibility: model, memory, count, NVLink domain size, free GPUs. No set search.
 Misfit findMisfit(const model::NodeState& node, const GpuRequest& req);

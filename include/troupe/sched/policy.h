@@ -1,53 +1,102 @@
-// Scoring policies and their weights.
+// A scoring policy: how good placing a pod on a node is, and which GPUs it takes there.
+//
+// Every policy is one class in its own file under src/sched/policies/, registered by name in
+// builtin_policies.cc (policy_registry.h; docs/extending.md walks through adding one). The
+// simulator and the live extender ask the same questions of it:
+//   score       value and placement; the simulator and the narrowing rank nodes by the value,
+//               highest first, ties as tieBreak() says (choose_node.h)
+//   unitScore   0..1 for the placement the extender already chose (prioritize)
+//   rankValue   what the live narrowing ranks by (score().value unless the policy draws)
 //
 // troupe (default): fragmentation first, measured against the mix of requests seen recently
-//   (FGD's idea, on the live mix), then topology and packing:
-//   fragmentation  how much the placement raises the node's expected fragmentation, quantised
-//                  like FGD's integer score so that near-equal nodes tie and fill in a fixed order
-//   topology       how well the chosen GPUs are connected: half relative to the best set this
-//                  node offers, half absolute (bottleneck GB/s against NVSwitch H100's 450)
-//   pack           smaller nodes (fewer GPUs) first, keeping the big nodes whole for big jobs
-//   domains        whether untouched NVLink domains stay whole
-//   Fragmentation decides; topology, pack and domains (weighted) only break its ties.
-// fgd, best-fit, dot-product, gpu-packing, gpu-clustering, random: the FGD paper's policies,
-//   as its artifact scores them (see baseline_scores.h and fragmentation.h).
-// kube: the stock kube-scheduler's resource scoring (least allocated + balanced CPU/memory).
-// binpack: the fullest node wins. spread: the emptiest node wins.
+//   (FGD's idea, on the live mix), then topology and packing; its weights are its arguments
+//   (TroupeArgs). fgd, best-fit, dot-product, gpu-packing, gpu-clustering, random: the FGD
+//   paper's policies, as its artifact scores them. kube: the stock kube-scheduler's resource
+//   scoring. binpack: the fullest node wins. spread: the emptiest node wins.
 #pragma once
 
-#include <string>
+#include <memory>
 #include <string_view>
-#include <vector>
 
-#include "troupe/common/status.h"
+#include "troupe/model/node.h"
+#include "troupe/sched/fragmentation.h"
+#include "troupe/sched/placement.h"
+#include "troupe/sched/request_mix.h"
 
 namespace troupe::sched {
 
-enum class PolicyKind {
-  kTroupe,
-  kFgd,
-  kBestFit,
-  kDotProduct,
-  kGpuPacking,
-  kGpuClustering,
-  kRandom,
-  kKube,
-  kBinpack,
-  kSpread,
+// What a policy may consult beyond the node and the pod.
+struct ScoreContext {
+  const RequestMix* mix = nullptr;      // fgd, troupe: the request mix; nullptr = defaults()
+  FragmentationCache* cache = nullptr;  // memo of F for `mix`; optional, not thread-safe
 };
 
-struct PolicyConfig {
-  PolicyKind kind = PolicyKind::kTroupe;
-  double pack_weight = 0.5;      // >= 0
-  double topology_weight = 0.4;  // >= 0
-  double domain_weight = 0.1;    // >= 0; at least one weight > 0
+struct NodeScore {
+  double value = 0;     // higher wins; the FGD paper's policies give whole numbers
+  Placement placement;  // the GPUs this policy takes on the node
 };
 
-const char* policyName(PolicyKind kind);
-Result<PolicyKind> parsePolicy(std::string_view name);
-std::vector<std::string> policyNames();
-std::vector<PolicyKind> allPolicies();
-// Every problem, with its field path ("policy.weights.pack: must be >= 0, got -1").
-std::vector<std::string> validatePolicy(const PolicyConfig& config);
+// How a policy breaks ties between equally scored nodes: a fixed node order (the FGD artifact's
+// patched kube-scheduler, and Troupe), or at random (the stock kube-scheduler).
+enum class TieBreak { kNodeOrder, kRandom };
+
+// Implementations are immutable after construction: one instance serves concurrent filter calls.
+class Policy {
+ public:
+  virtual ~Policy() = default;
+
+  // The name the config, --policy and reports use.
+  virtual std::string_view name() const = 0;
+
+  // The pod on a node that passed findMisfit.
+  virtual NodeScore score(const model::NodeState& node, const GpuRequest& req,
+                          const ScoreContext& context) const = 0;
+
+  // 0..1 for `placement` (the extender's own GPU choice on the node). By default score()'s
+  // value on the FGD paper's 0..100 scale.
+  virtual double unitScore(const model::NodeState& node, const GpuRequest& req, const Placement& placement,
+                           const ScoreContext& context) const;
+
+  // What the live narrowing ranks a fitting node by. By default score()'s value; a policy that
+  // draws its node (drawsNode) has no random stream live and ranks by something else.
+  virtual double rankValue(const model::NodeState& node, const GpuRequest& req,
+                           const ScoreContext& context) const;
+
+  virtual TieBreak tieBreak() const { return TieBreak::kNodeOrder; }
+
+  // True when the value reads a node only through what SharedNodeValues keys it by (GPU
+  // topology, count and use, held GPUs, product access, CPU classes of the mix): nodes in the
+  // same such state may then share one computed value.
+  virtual bool sharesNodeValues() const { return false; }
+
+  // True when the simulator draws the node (and a shared GPU) from its random stream instead
+  // of ranking by score.
+  virtual bool drawsNode() const { return false; }
+
+  // True when the simulator measures fragmentation against the live request window, as the
+  // extender does, instead of the trace's fixed mix.
+  virtual bool usesLiveMix() const { return false; }
+};
+
+using PolicyPtr = std::shared_ptr<const Policy>;
+
+// The policy a Scheduler or a replay uses; never empty. Default: troupe with its default
+// arguments.
+class PolicyConfig {
+ public:
+  PolicyConfig();
+  PolicyConfig(PolicyPtr policy);  // NOLINT: implicit, a resolved policy is a config
+
+  const Policy& operator*() const { return *policy_; }
+  const Policy* operator->() const { return policy_.get(); }
+  std::string_view name() const { return policy_->name(); }
+
+ private:
+  PolicyPtr policy_;
+};
+
+// config.policy->score(...): the GPUs and value the configured policy gives the pod on `node`.
+NodeScore scoreNode(const PolicyConfig& config, const model::NodeState& node, const GpuRequest& req,
+                    const ScoreContext& context);
 
 }  // namespace troupe::sched

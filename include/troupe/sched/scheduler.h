@@ -114,9 +114,10 @@ using GangObserver = std::function<void(const GangNotice&)>;
 // Reads the PodGroup object a pod's scheduling.x-k8s.io/pod-group label names.
 using PodGroupLookup = std::function<PodGroupInfo(const std::string& ns, const std::string& name)>;
 
-struct HostScore {
+// What prioritize says of one candidate node.
+struct HostValue {
   std::string host;
-  int64_t score = 0;  // 0..10
+  double value = -1;  // the policy's unitScore, 0..1, higher is better; < 0: unknown or not fitting
 };
 
 struct ClusterSummary {
@@ -190,9 +191,10 @@ class Scheduler {
   // also does, at most once a second). Returns how many were forgotten.
   size_t expireLearnedNodes();
   size_t learnedNodeCount() const;
-  // Integer scores 0..10, one per known candidate. The best node gets 10 alone (ties go to a
-  // fixed per-node order) so the choice survives kube-scheduler's random tie-break.
-  std::vector<HostScore> prioritize(const PodFacts& pod, const std::vector<std::string>& node_names);
+  // One value per candidate, in order: the policy's unitScore for the GPUs Troupe would choose
+  // there. A planned gang member's slot node is 1 and every other node is not fitting. The
+  // extender protocol's 0..10 is the HTTP adapter's mapping (adapters/http/extender_scores.h).
+  std::vector<HostValue> prioritize(const PodFacts& pod, const std::vector<std::string>& node_names);
   // Chooses the pod's GPUs on `node` and records them. Idempotent for the same pod and node.
   // Only onto a node that passed the pod's latest filter (and exists as it did then): anything
   // else is refused with a reason, so a bind cannot place a pod Troupe never checked there.

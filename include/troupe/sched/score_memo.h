@@ -1,4 +1,4 @@
-// Each node's narrowing value (nodeValue) for the latest request shapes.
+// Each node's narrowing value (Policy::rankValue) for the latest request shapes.
 //
 // With `filter: {narrowTo: best}` every filter call scores every feasible node: at 5,000 nodes
 // that is most of the call. Between two calls for pods of the same shape only the nodes that

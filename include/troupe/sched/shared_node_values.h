@@ -6,7 +6,7 @@
 // the mix accept its GPU product, and which of the mix's CPU thresholds its free CPU (before
 // and after the pod) reaches. Nodes of one profile with the same GPUs in use agree on all of
 // these, and a cluster has few such states, so each state is scored once per call and every
-// other node in it takes the same value: exactly nodeValue's, not an approximation.
+// other node in it takes the same value: exactly Policy::rankValue's, not an approximation.
 #pragma once
 
 #include <array>
@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "troupe/model/node.h"
-#include "troupe/sched/node_scoring.h"
 #include "troupe/sched/pod_request.h"
 #include "troupe/sched/policy.h"
 
@@ -25,9 +24,9 @@ namespace troupe::sched {
 class SharedNodeValues {
  public:
   // The references must outlive this object; the nodes must not change while it is used.
-  SharedNodeValues(const PolicyConfig& policy, const GpuRequest& req, const ScoreContext& context);
+  SharedNodeValues(const Policy& policy, const GpuRequest& req, const ScoreContext& context);
 
-  // nodeValue(policy, node, req, context) for a node that fits the pod (findMisfit).
+  // policy.rankValue(node, req, context) for a node that fits the pod (findMisfit).
   double value(const model::NodeState& node);
 
   // How many values were computed (the rest were shared).
@@ -50,10 +49,10 @@ class SharedNodeValues {
   uint32_t cpuClass(int64_t cpu_left) const;
   void grow();
 
-  const PolicyConfig& policy_;
+  const Policy& policy_;
   const GpuRequest& req_;
   const ScoreContext& context_;
-  const bool shareable_;                                       // the policy's value depends on nothing else
+  const bool shareable_;                                       // Policy::sharesNodeValues
   std::vector<int64_t> cpu_thresholds_;                        // the mix's CPU requests, sorted, distinct
   bool products_matter_ = false;                               // some typical request lists GPU models
   std::vector<std::pair<std::string_view, uint64_t>> access_;  // product -> id in distinct_access_

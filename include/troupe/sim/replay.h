@@ -20,7 +20,7 @@ struct CurvePoint {
 };
 
 struct RunResult {
-  sched::PolicyKind policy = sched::PolicyKind::kTroupe;
+  std::string policy;  // the policy's name
   int64_t seed = 0;
   int64_t capacity_gpus = 0;
   std::vector<CurvePoint> curve;  // one point per pod tried

@@ -11,7 +11,7 @@
 namespace troupe::sim {
 
 struct PolicyRuns {
-  sched::PolicyKind policy = sched::PolicyKind::kTroupe;
+  std::string policy;           // the policy's name
   std::vector<RunResult> runs;  // one per seed
 };
 

@@ -205,7 +205,8 @@ ExtenderHandler::VerbAnswer ExtenderHandler::prioritize(const std::string& body)
   if (!args.isOk()) return {badRequest(args.status().message()), Outcome::kBadRequest};
   // Learn mode only: otherwise the request's node facts are ignored (Scheduler::learnNodes).
   if (!args.value().node_cache_mode) (void)scheduler_.learnNodes(args.value().nodes, nullptr);
-  return {ok(encodeHostPriorityList(scheduler_.prioritize(args.value().pod, args.value().node_names))),
+  return {ok(encodeHostPriorityList(
+              extenderScores(scheduler_.prioritize(args.value().pod, args.value().node_names)))),
           Outcome::kOk};
 }
 

@@ -562,7 +562,7 @@ std::string encodeFilterError(const std::string& message) {
   return dumpText(out);
 }
 
-std::string encodeHostPriorityList(const std::vector<sched::HostScore>& scores) {
+std::string encodeHostPriorityList(const std::vector<HostScore>& scores) {
   // The bytes of an OrderedJson array of {"Host","Score"} objects, written directly.
   std::string out;
   out.reserve(2 + scores.size() * 40);

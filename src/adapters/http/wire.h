@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "adapters/common/kube_json.h"
+#include "adapters/http/extender_scores.h"
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
 #include "troupe/sched/pod_binder.h"
@@ -42,7 +43,7 @@ std::string encodeFilterResult(const ExtenderArgs& args, const sched::FilterResu
 std::string encodeFilterError(const std::string& message);
 
 // HostPriorityList: a bare array.
-std::string encodeHostPriorityList(const std::vector<sched::HostScore>& scores);
+std::string encodeHostPriorityList(const std::vector<HostScore>& scores);
 
 // ExtenderBindingArgs, as the core's bind request.
 Result<sched::BindRequest> decodeBindingArgs(std::string_view body);

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "troupe/sched/gang.h"
+#include "troupe/sched/policy_registry.h"
 
 namespace troupe::config {
 namespace {
@@ -179,23 +180,26 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
     if (policy["name"]) {
       Result<std::string> v = scalar<std::string>(w, policy["name"], "policy.name", "a policy name");
       if (!v.isOk()) return v.status();
-      Result<sched::PolicyKind> kind = sched::parsePolicy(v.value());
-      if (!kind.isOk()) return w.at(policy["name"], "policy.name", kind.status().message());
-      c.policy.kind = kind.value();
+      // Made once here so that an unknown name is refused with the known ones listed.
+      Result<sched::PolicyPtr> made = sched::builtinPolicies().create(v.value());
+      if (!made.isOk()) return w.at(policy["name"], "policy.name", made.status().message());
+      c.policy.name = v.value();
     }
     if (const YAML::Node weights = policy["weights"]) {
       if (Status s = checkKeys(w, weights, "policy.weights", {"pack", "topology", "domains"}); !s.isOk())
         return s;
-      for (auto [key, target] : {std::pair{"pack", &c.policy.pack_weight},
-                                 {"topology", &c.policy.topology_weight},
-                                 {"domains", &c.policy.domain_weight}}) {
+      // The troupe policy's arguments (TroupeArgs); other policies take none.
+      sched::TroupeArgs& troupe = c.policy.args.troupe;
+      for (auto [key, target] : {std::pair{"pack", &troupe.pack_weight},
+                                 {"topology", &troupe.topology_weight},
+                                 {"domains", &troupe.domain_weight}}) {
         if (!weights[key]) continue;
         Result<double> v =
             scalar<double>(w, weights[key], std::string("policy.weights.") + key, "a number >= 0");
         if (!v.isOk()) return v.status();
         *target = v.value();
       }
-      std::vector<std::string> errors = sched::validatePolicy(c.policy);
+      std::vector<std::string> errors = sched::validateTroupeArgs(troupe);
       if (!errors.empty()) return w.at(weights, "policy.weights", errors.front());
     }
   }
@@ -348,11 +352,11 @@ std::string formatServeConfig(const ServeConfig& c) {
   out << YAML::Key << "maxBodyBytes" << YAML::Value << c.max_body_bytes;
   out << YAML::Key << "logLevel" << YAML::Value << c.log_level;
   out << YAML::Key << "policy" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "name" << YAML::Value << sched::policyName(c.policy.kind);
+  out << YAML::Key << "name" << YAML::Value << c.policy.name;
   out << YAML::Key << "weights" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "pack" << YAML::Value << c.policy.pack_weight;
-  out << YAML::Key << "topology" << YAML::Value << c.policy.topology_weight;
-  out << YAML::Key << "domains" << YAML::Value << c.policy.domain_weight;
+  out << YAML::Key << "pack" << YAML::Value << c.policy.args.troupe.pack_weight;
+  out << YAML::Key << "topology" << YAML::Value << c.policy.args.troupe.topology_weight;
+  out << YAML::Key << "domains" << YAML::Value << c.policy.args.troupe.domain_weight;
   out << YAML::EndMap << YAML::EndMap;
   out << YAML::Key << "filter" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "narrowTo" << YAML::Value << (c.narrow_to_best ? "best" : "all");

@@ -5,8 +5,9 @@
 //   maxBodyBytes: 67108864          # larger extender requests get HTTP 413
 //   logLevel: info                  # debug | info | warn | error
 //   policy:
-//     name: troupe                  # troupe | binpack | spread
-//     weights: {pack: 0.5, topology: 0.4, domains: 0.1}
+//     name: troupe                  # any registered policy: troupe, fgd, best-fit, dot-product,
+//                                   # gpu-packing, gpu-clustering, random, kube, binpack, spread
+//     weights: {pack: 0.5, topology: 0.4, domains: 0.1}   # the troupe policy's arguments
 //   filter:
 //     narrowTo: best                # best: pass only the policy's best node | all (default)
 //   topology:
@@ -60,7 +61,7 @@
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
 #include "troupe/model/topology_levels.h"
-#include "troupe/sched/policy.h"
+#include "troupe/sched/policy_args.h"
 
 namespace troupe::config {
 
@@ -79,7 +80,7 @@ struct ServeConfig {
   std::string listen = "127.0.0.1:8888";
   size_t max_body_bytes = 64 << 20;
   std::string log_level = "info";
-  sched::PolicyConfig policy;
+  sched::PolicyChoice policy;   // resolved through sched::builtinPolicies()
   bool narrow_to_best = false;  // filter.narrowTo: best
   std::vector<std::string> topology_levels = model::defaultTopologyLevels();
   std::chrono::milliseconds gang_timeout{std::chrono::minutes(5)};

@@ -1,0 +1,15 @@
+// best-fit: the FGD paper's Best-fit: the least weighted leftover (0.5 CPU + 0.5 GPU) after the pod.
+// The rule itself is in baseline_scores.cc, next to the artifact's other rules.
+#include "troupe/sched/baseline_scores.h"
+#include "troupe/sched/node_scoring.h"
+#include "troupe/sched/policy_registry.h"
+
+namespace troupe::sched {
+
+PolicyEntry bestFitPolicy() {
+  return rulePolicy({"best-fit", [](const model::NodeState& node, const GpuRequest& req) {
+                       return static_cast<double>(bestFitScore(node, req));
+                     }});
+}
+
+}  // namespace troupe::sched

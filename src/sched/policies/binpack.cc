@@ -1,0 +1,13 @@
+// binpack: the fullest node after the pod wins (GPU use, 0..1).
+#include "troupe/sched/node_scoring.h"
+#include "troupe/sched/policy_registry.h"
+
+namespace troupe::sched {
+
+PolicyEntry binpackPolicy() {
+  return rulePolicy({"binpack",
+                     [](const model::NodeState& node, const GpuRequest& req) { return packAfter(node, req); },
+                     1.0});
+}
+
+}  // namespace troupe::sched

@@ -1,0 +1,15 @@
+// gpu-clustering: the FGD paper's GPU-clustering: nodes already hosting pods of the same kind first.
+// The rule itself is in baseline_scores.cc, next to the artifact's other rules.
+#include "troupe/sched/baseline_scores.h"
+#include "troupe/sched/node_scoring.h"
+#include "troupe/sched/policy_registry.h"
+
+namespace troupe::sched {
+
+PolicyEntry gpuClusteringPolicy() {
+  return rulePolicy({"gpu-clustering", [](const model::NodeState& node, const GpuRequest& req) {
+                       return static_cast<double>(gpuClusteringScore(node, req));
+                     }});
+}
+
+}  // namespace troupe::sched

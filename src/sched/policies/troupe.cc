@@ -1,0 +1,110 @@
+// troupe: FGD's quantised fragmentation on the live request mix decides. Its whole-point steps
+// make near-equal nodes tie, and ties are where the weighted blend (below one point) chooses:
+//   topology  how well the chosen GPUs are connected: half relative to the best set this node
+//             offers, half absolute (bottleneck GB/s against NVSwitch H100's 450)
+//   pack      smaller nodes (fewer GPUs) first, keeping the big nodes whole for big jobs
+//   domains   whether untouched NVLink domains stay whole
+#include <algorithm>
+#include <bit>
+#include <optional>
+#include <string>
+
+#include "troupe/model/gpu_selection.h"
+#include "troupe/sched/node_scoring.h"
+#include "troupe/sched/policy_registry.h"
+
+namespace troupe::sched {
+namespace {
+
+using model::NodeState;
+
+class TroupePolicy final : public Policy {
+ public:
+  explicit TroupePolicy(const TroupeArgs& args) : args_(args) {}
+
+  std::string_view name() const override { return "troupe"; }
+  bool sharesNodeValues() const override { return true; }
+  bool usesLiveMix() const override { return true; }
+
+  NodeScore score(const NodeState& node, const GpuRequest& req, const ScoreContext& ctx) const override {
+    // Troupe's own GPU choice: the best-connected set (placeOnNode), then describe it.
+    NodeScore out;
+    if (req.wantsGpus() && !req.shared()) {
+      if (std::optional<Placement> p = placeOnNode(node, req)) out.placement = *p;
+    }
+    describePlacement(node.topology(), out.placement);
+    out.value = value(node, req, out.placement, ctx);
+    return out;
+  }
+
+  double unitScore(const NodeState& node, const GpuRequest& req, const Placement& placement,
+                   const ScoreContext& ctx) const override {
+    Placement p = placement;
+    return value(node, req, p, ctx) / 101.0;
+  }
+
+ private:
+  // Fragmentation points plus the blend; a share takes the GPU that fragments least.
+  double value(const NodeState& node, const GpuRequest& req, Placement& placement,
+               const ScoreContext& ctx) const {
+    FragEval frag = evalFragmentation(node, req, ctx, model::indicesToMask(placement.gpus));
+    if (req.shared() && frag.gpu >= 0) placement.gpus = {frag.gpu};
+    return frag.points + 0.99 * blend(node, req, placement);
+  }
+
+  // 0..1: the weighted pack, topology and domains terms.
+  double blend(const NodeState& node, const GpuRequest& req, const Placement& placement) const {
+    // Untouched NVLink domains (of 2+ GPUs) that this placement would break.
+    const uint64_t free = node.fullyFreeMask();
+    const uint64_t taken = model::indicesToMask(placement.gpus);
+    int intact = 0, broken = 0;
+    for (uint64_t d : node.topology().nvlinkDomains()) {
+      if (std::popcount(d) < 2 || (d & free) != d) continue;
+      ++intact;
+      if ((d & taken) != 0 && (d & taken) != d) ++broken;
+    }
+    const double domains = intact == 0 ? 1.0 : 1.0 - static_cast<double>(broken) / intact;
+    // Topology: half relative (the best set this node offers), half absolute (how fast that
+    // set is), so a multi-GPU pod prefers NVSwitch over PCIe and, on a node, its best GPUs.
+    double topology = 1.0;
+    if (req.gpus > 1 && req.topology != TopologyMode::kNone) {
+      topology =
+          0.5 * placement.topology_quality + 0.5 * std::min(1.0, placement.bottleneck / kReferenceBandwidth);
+    }
+    // Pack: fill smaller nodes first. Among equally fragmenting choices this keeps the big nodes
+    // whole for the big jobs (measured on the openb trace: 4.78% -> 4.69% unallocated, where
+    // preferring fuller nodes instead does worse than the seeded order, 4.85%).
+    const double small_first = 1.0 - std::min(64, node.gpuCount()) / 64.0;
+    const double total = args_.pack_weight + args_.topology_weight + args_.domain_weight;
+    if (total <= 0) return 0.0;
+    return (args_.pack_weight * small_first + args_.topology_weight * topology +
+            args_.domain_weight * domains) /
+           total;
+  }
+
+  TroupeArgs args_;
+};
+
+}  // namespace
+
+std::vector<std::string> validateTroupeArgs(const TroupeArgs& a) {
+  std::vector<std::string> errors;
+  auto nonNegative = [&](double v, const char* field) {
+    if (v < 0)
+      errors.push_back(std::string("policy.weights.") + field + ": must be >= 0, got " + std::to_string(v));
+  };
+  nonNegative(a.pack_weight, "pack");
+  nonNegative(a.topology_weight, "topology");
+  nonNegative(a.domain_weight, "domains");
+  if (a.pack_weight + a.topology_weight + a.domain_weight <= 0) {
+    errors.push_back("policy.weights: at least one of pack, topology, domains must be > 0");
+  }
+  return errors;
+}
+
+PolicyEntry troupePolicy() {
+  return {"troupe",
+          [](const PolicyArgs& args) -> PolicyPtr { return std::make_shared<TroupePolicy>(args.troupe); }};
+}
+
+}  // namespace troupe::sched

@@ -1,0 +1,78 @@
+// docs/extending.md's worked example, compiled and registered here so the docs cannot rot: the
+// policy below is the one the document shows (checked byte for byte by the last test case).
+#include <catch2/catch.hpp>
+
+#include "policy_test_support.h"
+
+// --- docs/extending.md: src/sched/policies/fewest_pods.cc ---
+// fewest-pods: the node hosting the fewest pods wins.
+#include "troupe/sched/node_scoring.h"
+#include "troupe/sched/policy_registry.h"
+
+namespace troupe::sched {
+namespace {
+
+class FewestPodsPolicy final : public Policy {
+ public:
+  std::string_view name() const override { return "fewest-pods"; }
+
+  NodeScore score(const model::NodeState& node, const GpuRequest& req, const ScoreContext&) const override {
+    return paperScore(node, req, emptiness(node));  // the FGD paper's GPU choice on the node
+  }
+
+  double unitScore(const model::NodeState& node, const GpuRequest&, const Placement&,
+                   const ScoreContext&) const override {
+    return emptiness(node);
+  }
+
+ private:
+  // 1 for an empty node, 1/2 with one pod, 1/3 with two: higher wins, already on 0..1.
+  static double emptiness(const model::NodeState& node) { return 1.0 / (1 + node.podCount()); }
+};
+
+}  // namespace
+
+PolicyEntry fewestPodsPolicy() {
+  return {"fewest-pods", [](const PolicyArgs&) -> PolicyPtr { return std::make_shared<FewestPodsPolicy>(); }};
+}
+
+}  // namespace troupe::sched
+// --- end of the example ---
+
+namespace {
+
+namespace tt = troupe::testing;
+
+TEST_CASE("extending: the example policy registers and ranks as documented", "[policy][extending]") {
+  troupe::sched::PolicyRegistry registry;
+  REQUIRE(registry.add(troupe::sched::fewestPodsPolicy()).isOk());
+  auto made = registry.create("fewest-pods");
+  REQUIRE(made.isOk());
+  const troupe::sched::Policy& policy = *made.value();
+  tt::SmallCluster c;
+  tt::SmallCluster::use(c.add("busy", 4), {0});
+  tt::SmallCluster::use(c.add("busier", 4), {0, 1});
+  troupe::model::NodeState& idle = c.add("idle", 4);
+  CHECK(c.best(policy, tt::request(1)) == "idle");
+  CHECK(policy.score(idle, tt::request(2), {}).placement.gpus == std::vector<int>{0, 1});
+  CHECK(policy.unitScore(idle, tt::request(2), {}, {}) == 1.0);
+}
+
+// The text between the markers above must appear in the document's code block unchanged.
+TEST_CASE("extending: docs/extending.md shows the compiled example", "[policy][extending][docs]") {
+  const auto doc = troupe::testing::readFile(troupe::testing::sourceDir() + "/docs/extending.md");
+  const auto self =
+      troupe::testing::readFile(troupe::testing::sourceDir() + "/tests/unit/extending_example_test.cc");
+  REQUIRE(doc);
+  REQUIRE(self);
+  const std::string begin = "// --- docs/extending.md: src/sched/policies/fewest_pods.cc ---\n";
+  const std::string end = "// --- end of the example ---";
+  const size_t from = self->find(begin);
+  const size_t to = self->find(end, from == std::string::npos ? 0 : from);
+  REQUIRE(from != std::string::npos);
+  REQUIRE(to != std::string::npos);
+  const std::string code = self->substr(from + begin.size(), to - from - begin.size());
+  CHECK(doc->find("```cpp\n" + code + "```") != std::string::npos);
+}
+
+}  // namespace
