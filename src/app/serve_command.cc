@@ -353,6 +353,10 @@ int serveCommand(const std::vector<std::string>& args) {
     cluster = std::make_unique<kube::KubeRuntime>(*api, scheduler, logger, kube_options, &metrics);
     handler.setReady(false);  // until the first full sync of nodes and pods
     handler.setBinder(&cluster->binder());
+    // Filter reads a gang's PodGroup through the runtime's cache before calling the core.
+    handler.setPodGroups([&cluster](const std::string& ns, const std::string& name) {
+      return cluster->podGroups().lookup(ns, name);
+    });
   }
   http::ServerOptions server_options;
   server_options.limits = serverLimits(cfg.limits);

@@ -90,6 +90,9 @@ class ExtenderHandler {
   void setPostBind(PostBind post_bind) { post_bind_ = std::move(post_bind); }
   // Not owned; it must outlive every bind in flight. When set, it does the whole bind.
   void setBinder(PodBinder* binder) { binder_ = binder; }
+  // Reads the PodGroup a pod's gang is named by, before the pod is filtered (the core never
+  // waits on the API). Set before serving; what it calls must outlive every request.
+  void setPodGroups(sched::PodGroupLookup lookup) { pod_groups_ = std::move(lookup); }
   // Readiness is decided by whoever owns the model (e.g. a cluster watch after its first sync).
   void setReady(bool ready) { ready_.store(ready); }
   bool ready() const { return ready_.load(); }
@@ -114,6 +117,7 @@ class ExtenderHandler {
   std::atomic<uint64_t> record_seq_{0};
   PostBind post_bind_;
   PodBinder* binder_ = nullptr;
+  sched::PodGroupLookup pod_groups_;  // unset: PodGroups are not read (no Kubernetes API)
 };
 
 // What a listener bounds, per connection and in all. Every limit answers with a status and a
