@@ -77,6 +77,13 @@ std::optional<PendingPod> PendingPods::find(const std::string& uid) const {
   return it->second;
 }
 
+std::optional<GpuRequest> PendingPods::request(const std::string& uid, uint64_t fingerprint) const {
+  std::lock_guard lock(mu_);
+  auto it = pending_.find(uid);
+  if (it == pending_.end() || it->second.fingerprint != fingerprint) return std::nullopt;
+  return it->second.request;
+}
+
 void PendingPods::forget(const std::string& uid) {
   if (uid.empty()) return;
   std::lock_guard lock(mu_);

@@ -130,9 +130,7 @@ std::optional<model::Allocation> Scheduler::allocationOf(const std::string& pod_
 // ---- pods between filter and bind ------------------------------------------------------------
 
 Result<GpuRequest> Scheduler::requestOf(const PodFacts& pod, uint64_t fingerprint) const {
-  if (std::optional<PendingPod> known = pending_.find(pod.uid); known && known->fingerprint == fingerprint) {
-    return std::move(known->request);
-  }
+  if (std::optional<GpuRequest> known = pending_.request(pod.uid, fingerprint)) return std::move(*known);
   return parseGpuRequest(pod, config_.topology_levels);
 }
 
@@ -548,7 +546,7 @@ Scheduler::GangEvents Scheduler::drainGangEvents() {
 std::map<std::string, std::vector<std::string>> Scheduler::preempt(
     const PodFacts& pod, const std::map<std::string, std::vector<std::string>>& victims) {
   std::map<std::string, std::vector<std::string>> out;
-  Result<GpuRequest> req = parseGpuRequest(pod, config_.topology_levels);
+  Result<GpuRequest> req = requestOf(pod, podFingerprint(pod));
   if (!req.isOk()) return out;  // an invalid pod fits nowhere: veto every candidate
   // Gangs are placed whole from free capacity; evicting pods for one member would only
   // strand GPUs, so Troupe vetoes preemption for gang members.

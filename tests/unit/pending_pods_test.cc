@@ -31,6 +31,10 @@ TEST_CASE("pending pods: a record is first, then again; a stale filter does not 
   CHECK_FALSE(pending.find(pod("a").uid)->filtered);
   CHECK(pending.find(pod("a").uid)->gang == "ns/g");
   CHECK(pending.find(pod("a").uid)->request.gpus == 2);
+  REQUIRE(pending.request(pod("a").uid, 7));
+  CHECK(pending.request(pod("a").uid, 7)->gpus == 2);
+  CHECK_FALSE(pending.request(pod("a").uid, 8));  // the pod changed since
+  CHECK_FALSE(pending.request("nobody", 7));
 
   pending.recordPassed(pod("a").uid, first, NodeOrdinalSet({1, 2}), 5);  // an older call finishing late
   CHECK_FALSE(pending.find(pod("a").uid)->filtered);

@@ -51,6 +51,9 @@ class PendingPods {
   // Notes what the filter passed in the pod's record, unless a later filter replaced it.
   void recordPassed(const std::string& uid, uint64_t seq, NodeOrdinalSet passed, uint64_t births);
   std::optional<PendingPod> find(const std::string& uid) const;
+  // The request recorded for the pod while it is unchanged (parsed from a pod with this
+  // podFingerprint), else nullopt.
+  std::optional<GpuRequest> request(const std::string& uid, uint64_t fingerprint) const;
   // The pod is gone for good: its record is dropped and its uid refused from now on.
   void forget(const std::string& uid);
   bool deleted(const std::string& uid) const;
