@@ -19,8 +19,14 @@ constexpr const char* kUnknownNode =
     "that Troupe watches the cluster)";
 
 GangBookConfig gangBookConfig(const SchedulerConfig& c) {
-  return GangBookConfig{c.gang_max_timeout, c.gang_starvation, c.gang_active_window,
-                        c.max_gangs,        c.topology_levels, c.clock};
+  GangBookConfig g;
+  g.max_timeout = c.gang_max_timeout;
+  g.starvation = c.gang_starvation;
+  g.active_window = c.gang_active_window;
+  g.max_gangs = c.max_gangs;
+  g.topology_levels = c.topology_levels;
+  g.clock = c.clock;
+  return g;
 }
 
 }  // namespace

@@ -30,6 +30,10 @@ struct Book {
 
   GangBookConfig config() {
     GangBookConfig c;
+    c.max_timeout = std::chrono::minutes(5);
+    c.starvation = std::chrono::minutes(2);
+    c.active_window = std::chrono::seconds(60);
+    c.max_gangs = 10;
     c.clock = [this] { return t; };
     return c;
   }

@@ -80,13 +80,14 @@ struct GangEvents {
   int timeouts = 0;
 };
 
+// The Scheduler passes SchedulerConfig's gang settings (where their defaults are defined).
 struct GangBookConfig {
   // The longest barrier wait a pod may ask for; how long a gang waits for capacity before
   // the nodes it needs are drained; how recently it must have been seen to keep its place.
-  std::chrono::milliseconds max_timeout{std::chrono::minutes(5)};
-  std::chrono::milliseconds starvation{std::chrono::minutes(2)};
-  std::chrono::milliseconds active_window{std::chrono::seconds(60)};
-  size_t max_gangs = 10000;  // a pod that would start one more is refused with a reason
+  std::chrono::milliseconds max_timeout{};
+  std::chrono::milliseconds starvation{};
+  std::chrono::milliseconds active_window{};
+  size_t max_gangs = 0;  // a pod that would start one more is refused with a reason
   std::vector<std::string> topology_levels;
   std::function<Clock::time_point()> clock;  // steady_clock when empty
 };
