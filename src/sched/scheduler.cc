@@ -19,14 +19,12 @@ constexpr const char* kUnknownNode =
     "that Troupe watches the cluster)";
 
 GangBookConfig gangBookConfig(const SchedulerConfig& c) {
-  GangBookConfig g;
-  g.max_timeout = c.gang_max_timeout;
-  g.starvation = c.gang_starvation;
-  g.active_window = c.gang_active_window;
-  g.max_gangs = c.max_gangs;
-  g.topology_levels = c.topology_levels;
-  g.clock = c.clock;
-  return g;
+  return {.max_timeout = c.gang_max_timeout,
+          .starvation = c.gang_starvation,
+          .active_window = c.gang_active_window,
+          .max_gangs = c.max_gangs,
+          .topology_levels = c.topology_levels,
+          .clock = c.clock};
 }
 
 }  // namespace

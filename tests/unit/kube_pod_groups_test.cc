@@ -160,17 +160,23 @@ TEST_CASE("kube PodGroups: the scheduler's filter uses the lookup; gang-size is 
 }
 
 TEST_CASE("kube PodGroups: the HTTP filter reads the PodGroup before it calls the core", "[kube][gang]") {
-  FakeApi api;
-  PodGroupServer server;
-  server.groups["ml/train"] = podGroup("train", 2);
-  api.setHook(server.hook());
-  std::ostringstream log;
-  troupe::http::Logger logger(log, troupe::http::LogLevel::kWarn);
-  PodGroupCache cache(api, logger);
-  troupe::sched::Scheduler s{troupe::sched::SchedulerConfig{}};
+  // ExtenderHandler over a one-node Scheduler, and an API server with PodGroup ml/train.
+  struct Served {
+    FakeApi api;
+    PodGroupServer server;
+    std::ostringstream log;
+    troupe::http::Logger logger{log, troupe::http::LogLevel::kWarn};
+    PodGroupCache cache{api, logger};
+    troupe::sched::Scheduler scheduler{troupe::sched::SchedulerConfig{}};
+    troupe::metrics::Metrics metrics{"test"};
+    troupe::http::ExtenderHandler handler{troupe::http::HandlerOptions{}, scheduler, metrics, logger};
+  } served;
+  served.server.groups["ml/train"] = podGroup("train", 2);
+  served.api.setHook(served.server.hook());
+  troupe::sched::Scheduler& s = served.scheduler;
+  troupe::http::ExtenderHandler& handler = served.handler;
+  PodGroupCache& cache = served.cache;
   REQUIRE(s.upsertNode(troupe::testing::gpuNode("n1", 8)).isOk());
-  troupe::metrics::Metrics metrics{"test"};
-  troupe::http::ExtenderHandler handler{troupe::http::HandlerOptions{}, s, metrics, logger};
   auto body = [](const std::string& name) {
     return R"({"Pod":{"metadata":{"name":")" + name + R"(","namespace":"ml","uid":"uid-)" + name +
            R"(","labels":{"scheduling.x-k8s.io/pod-group":"train"}},"spec":{"containers":[{"name":"c",)" +
