@@ -26,7 +26,7 @@ RUN apt-get update \
 COPY --from=build /src/build/troupe /usr/local/bin/troupe
 USER 65532:65532
 # glibc's heap: two arenas, not one per thread, so memory freed after large requests is reused
-# instead of kept per thread (README: Limits).
+# instead of kept per thread (docs/security.md: Limits).
 ENV MALLOC_ARENA_MAX=2
 EXPOSE 8888 8889
 ENTRYPOINT ["/usr/local/bin/troupe", "serve"]

@@ -34,8 +34,8 @@
 #include <string>
 #include <vector>
 
+#include "adapters/common/logger.h"
 #include "adapters/http/extender_server.h"
-#include "adapters/http/logger.h"
 #include "adapters/http/wire.h"
 #include "adapters/metrics/metrics.h"
 #include "cluster.h"
@@ -365,7 +365,7 @@ sched::SchedulerConfig configFor(const Options& o) {
 struct Service {
   NullBuffer null_buffer;
   std::ostream null_stream{&null_buffer};
-  http::Logger logger{null_stream, http::LogLevel::kError};
+  adapters::Logger logger{null_stream, adapters::LogLevel::kError};
   metrics::Metrics metrics{"bench"};
   sched::Scheduler scheduler;
   http::ExtenderHandler handler{http::HandlerOptions{}, scheduler, metrics, logger};
@@ -395,7 +395,7 @@ MemoryResult measureMemory(int nodes) {
   {
     NullBuffer nb;
     std::ostream null_stream(&nb);
-    http::Logger logger(null_stream, http::LogLevel::kError);
+    adapters::Logger logger(null_stream, adapters::LogLevel::kError);
     metrics::Metrics metrics("bench");
     sched::Scheduler scheduler{sched::SchedulerConfig{}};
     http::ExtenderHandler handler(http::HandlerOptions{}, scheduler, metrics, logger);

@@ -277,7 +277,7 @@ Cluster makeCluster(int nodes, bool with_objects) {
 
 void learnNodes(sched::Scheduler& scheduler, int nodes) {
   for (int i = 0; i < nodes; ++i) {
-    Result<model::NodeFacts> facts = http::nodeFromJson(makeNodeObject(i));
+    Result<model::NodeFacts> facts = adapters::nodeFromJson(makeNodeObject(i));
     if (!facts.isOk()) die("node " + nodeName(i) + ": " + facts.status().message());
     if (Status s = scheduler.upsertNode(facts.value()); !s.isOk()) die(s.message());
   }

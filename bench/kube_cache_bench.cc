@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "adapters/http/logger.h"
+#include "adapters/common/logger.h"
 #include "adapters/kube/cluster_sync.h"
 #include "adapters/kube/watcher.h"
 #include "troupe/sched/scheduler.h"
@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
   const int64_t pods = static_cast<int64_t>(mix.nodes) * mix.pods_per_node;
 
   std::ostringstream sink;  // logs are not the point here
-  troupe::http::Logger logger(sink, troupe::http::LogLevel::kWarn);
+  troupe::adapters::Logger logger(sink, troupe::adapters::LogLevel::kWarn);
   troupe::sched::Scheduler scheduler{troupe::sched::SchedulerConfig{}};
   troupe::kube::ClusterSync sync(scheduler, logger);
   GeneratedApi api(mix);

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "adapters/common/logger.h"
 #include "adapters/http/extender_server.h"
-#include "adapters/http/logger.h"
 #include "adapters/metrics/metrics.h"
 #include "cluster.h"
 #include "troupe/sched/scheduler.h"
@@ -124,11 +124,11 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-Row timeMode(sched::Scheduler& scheduler, int nodes, metrics::PerNodeSeries::Mode mode, const Options& o) {
+Row timeMode(sched::Scheduler& scheduler, int nodes, adapters::PerNodeSeries::Mode mode, const Options& o) {
   NullBuffer null_buffer;
   std::ostream null_stream{&null_buffer};
-  http::Logger logger{null_stream, http::LogLevel::kError};
-  const metrics::PerNodeSeries per_node{mode, metrics::PerNodeSeries::kDefaultAutoOffAt};
+  adapters::Logger logger{null_stream, adapters::LogLevel::kError};
+  const adapters::PerNodeSeries per_node{mode, adapters::PerNodeSeries::kDefaultAutoOffAt};
   metrics::Metrics metrics{"bench", per_node};
   http::ExtenderHandler handler{http::HandlerOptions{}, scheduler, metrics, logger};
   Row row;
@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
     std::cerr << "scrape_bench: " << nodes << " nodes, " << fill.pods << " pods holding " << fill.gpus_used
               << " of " << fill.gpus << " GPUs\n";
     for (auto mode :
-         {troupe::metrics::PerNodeSeries::Mode::kOn, troupe::metrics::PerNodeSeries::Mode::kOff}) {
+         {troupe::adapters::PerNodeSeries::Mode::kOn, troupe::adapters::PerNodeSeries::Mode::kOff}) {
       rows.push_back(timeMode(scheduler, nodes, mode, o));
     }
   }

@@ -96,7 +96,7 @@ grep -q 'kubeScheduler.leaderElection.enabled is false' <<<"$out" \
 grep -q 'httpTimeout: 330s' "$WORK/default.yaml" || fail "default httpTimeout is not gangTimeoutSeconds+margin (330s)"
 grep -q 'bindVerb: bind' "$WORK/default.yaml" || fail "default render lacks bindVerb"
 grep -q 'bindVerb: bind' "$WORK/binpack-values.yaml" && fail "kubernetesApi=false still renders bindVerb"
-# Least privilege (README: Security): who gets which API token, the RBAC, the NetworkPolicy.
+# Least privilege (docs/security.md): who gets which API token, the RBAC, the NetworkPolicy.
 python3 - "$WORK/default.yaml" "$WORK/binpack-values.yaml" "$WORK/loopback-values.yaml" <<'PY' || fail "least-privilege checks (above)"
 import sys, yaml
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -281,15 +281,15 @@ if a != b:
 PY
 fi
 
-step "README's ClusterRole (Security > RBAC) is deploy/rbac.yaml's"
-python3 - README.md deploy/rbac.yaml <<'PY' || fail "README.md's ClusterRole differs from deploy/rbac.yaml: update the Security > RBAC section"
+step "docs/security.md's ClusterRole (RBAC) is deploy/rbac.yaml's"
+python3 - docs/security.md deploy/rbac.yaml <<'PY' || fail "docs/security.md's ClusterRole differs from deploy/rbac.yaml: update its RBAC section"
 import re, sys, yaml
 text = open(sys.argv[1]).read()
-section = text[text.index("### RBAC"):]
+section = text[text.index("## RBAC"):]
 block = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
 readme = yaml.safe_load(block)["rules"]
 shipped = next(d for d in yaml.safe_load_all(open(sys.argv[2])) if d and d["kind"] == "ClusterRole")["rules"]
-sys.exit(0 if readme == shipped else f"README: {readme}\nrbac.yaml: {shipped}")
+sys.exit(0 if readme == shipped else f"docs/security.md: {readme}\nrbac.yaml: {shipped}")
 PY
 
 if [[ -x $TROUPE_BIN ]]; then

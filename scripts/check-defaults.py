@@ -31,7 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Differences that are choices, not drift: (source, key) -> (value, why).
 NARROW = ("best", "the chart narrows the filter to Troupe's first-ranked node so kube-scheduler binds "
-                  "exactly where the simulator would (README: Live replay); the binary's default stays 'all'")
+                  "exactly where the simulator would (docs/live-replay.md); the binary's default stays 'all'")
 DELIBERATE = {
     ("chart", "filter.narrowTo"): NARROW,
     ("deploy/troupe.yaml", "filter.narrowTo"): NARROW,

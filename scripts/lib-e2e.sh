@@ -378,7 +378,7 @@ troupe_start() {
     tls=(--tls-cert "$E2E_TROUPE_TLS/server.crt" --tls-key "$E2E_TROUPE_TLS/server.key"
          --client-ca "$E2E_TROUPE_TLS/ca.crt")
   fi
-  # Filter narrowed to Troupe's best node, as the chart ships it (README: Live replay);
+  # Filter narrowed to Troupe's best node, as the chart ships it (docs/live-replay.md);
   # TROUPE_NARROW_TO=all for scores only. A --narrow-to in TROUPE_ARGS comes later and wins.
   # shellcheck disable=SC2086
   e2e_start "$name" "$TROUPE_BIN" serve --listen "127.0.0.1:$port" "${metrics[@]}" \

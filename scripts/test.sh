@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # README command 2: install what is missing, build, and run the whole test suite:
-#   1. format check (clang-format); the core's includes (scripts/check-layers.py)
+#   1. format check (clang-format); the core's and the adapters' includes (scripts/check-layers.py)
 #   2. build with -Werror; unit + HTTP integration tests (ctest)
 #   3. the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   4. the concurrent core under ThreadSanitizer
@@ -34,8 +34,12 @@ fi
 step "format (scripts/verify-format.sh)"
 scripts/verify-format.sh
 
-step "layers: the core includes only the standard library and the layers below it (scripts/check-layers.py)"
+step "layers: the core includes only the standard library and the layers below it; adapters only the core, adapters/common and their own headers (scripts/check-layers.py)"
+python3 scripts/check-layers.py --self-test
 python3 scripts/check-layers.py
+
+step "docs: every relative link in README.md and docs/ resolves (scripts/check-doc-links.py)"
+python3 scripts/check-doc-links.py
 
 step "tools: the workload generator (tests/tools/derive_workload_test.py)"
 python3 tests/tools/derive_workload_test.py

@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "adapters/common/internal_errors.h"
+#include "adapters/common/logger.h"
 #include "adapters/http/extender_server.h"
-#include "adapters/http/logger.h"
 #include "adapters/kube/api_client.h"
 #include "adapters/kube/kube_config.h"
 #include "adapters/kube/kube_runtime.h"
@@ -230,7 +230,7 @@ int serveCommand(const std::vector<std::string>& args) {
     cfg.narrow_to_best = narrow.value();
   }
   if (flags.per_node_metrics) {
-    Result<metrics::PerNodeSeries::Mode> mode = config::parsePerNodeSeries(*flags.per_node_metrics);
+    Result<adapters::PerNodeSeries::Mode> mode = config::parsePerNodeSeries(*flags.per_node_metrics);
     if (!mode.isOk()) return usage("--per-node-metrics " + mode.status().message());
     cfg.per_node_series.mode = mode.value();
   }
@@ -238,8 +238,8 @@ int serveCommand(const std::vector<std::string>& args) {
     std::cout << config::formatServeConfig(cfg);
     return 0;
   }
-  http::LogLevel level = http::LogLevel::kInfo;
-  if (!http::parseLogLevel(cfg.log_level, &level)) {
+  adapters::LogLevel level = adapters::LogLevel::kInfo;
+  if (!adapters::parseLogLevel(cfg.log_level, &level)) {
     return usage("--log-level \"" + cfg.log_level + "\" must be debug, info, warn or error");
   }
   Result<std::pair<std::string, int>> address = http::parseListenAddress(cfg.listen);
@@ -303,7 +303,7 @@ int serveCommand(const std::vector<std::string>& args) {
     api = std::move(client).value();
   }
 
-  http::Logger logger(std::cerr, level);
+  adapters::Logger logger(std::cerr, level);
   for (const std::string& w : endpoint_warnings)
     logger.warn("insecure API server connection", {{"warning", w}});
   sched::SchedulerConfig sched_config;
@@ -353,10 +353,7 @@ int serveCommand(const std::vector<std::string>& args) {
     cluster = std::make_unique<kube::KubeRuntime>(*api, scheduler, logger, kube_options, &metrics);
     handler.setReady(false);  // until the first full sync of nodes and pods
     handler.setBinder(&cluster->binder());
-    // Filter reads a gang's PodGroup through the runtime's cache before calling the core.
-    handler.setPodGroups([&cluster](const std::string& ns, const std::string& name) {
-      return cluster->podGroups().lookup(ns, name);
-    });
+    handler.setPodGroups(cluster->podGroupLookup());  // read before the core's filter
   }
   http::ServerOptions server_options;
   server_options.limits = serverLimits(cfg.limits);

@@ -9,7 +9,7 @@ namespace troupe::fuzz {
 namespace {
 
 // What a watch thread does with one object: decode it as a node and as a pod, apply the node.
-void applyObject(sched::Scheduler& s, const http::Json& object) {
+void applyObject(sched::Scheduler& s, const kube::Json& object) {
   if (Result<model::NodeFacts> node = kube::decodeNode(object); node.isOk()) {
     (void)s.upsertNode(node.value());  // an error is fine (it is logged); a throw is not (C1)
   }
@@ -25,13 +25,13 @@ void applyObject(sched::Scheduler& s, const http::Json& object) {
 }  // namespace
 
 int kubeObjects(const uint8_t* data, size_t size) {
-  Result<http::Json> doc = kube::parseKubeJson(asText(data, size));
+  Result<kube::Json> doc = kube::parseKubeJson(asText(data, size));
   if (!doc.isOk()) return 0;
   std::unique_ptr<sched::Scheduler> s = fleet();
-  const http::Json& d = doc.value();
+  const kube::Json& d = doc.value();
   if (!d.is_object()) return 0;
   if (auto items = d.find("items"); items != d.end() && items->is_array()) {
-    for (const http::Json& item : *items) applyObject(*s, item);  // a list page
+    for (const kube::Json& item : *items) applyObject(*s, item);  // a list page
   } else if (auto object = d.find("object"); object != d.end()) {
     applyObject(*s, *object);  // a watch event
   } else {

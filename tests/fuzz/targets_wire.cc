@@ -72,7 +72,7 @@ int wireFilter(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     const Json doc = Json::parse(a.node_objects[i], nullptr, /*allow_exceptions=*/false);
     FUZZ_CHECK(!doc.is_discarded(), "wire_filter", "a node object kept from a valid body is not JSON");
-    Result<model::NodeFacts> want = http::nodeFromJson(doc);
+    Result<model::NodeFacts> want = adapters::nodeFromJson(doc);
     FUZZ_CHECK(want.isOk(), "wire_filter", "nodeFromJson refuses a node the streaming reader took");
     checkFacts("wire_filter", a.nodes[i], want.value());
   }
@@ -99,9 +99,9 @@ int wireBind(const uint8_t* data, size_t size) {
   const std::string_view body = asText(data, size);
   // Any text as an error message (an API server's answer cut anywhere) encodes to JSON.
   checkJson("wire_bind", http::encodeBindingResult(std::string(body.substr(0, 512))), "encodeBindingResult");
-  Result<http::BindingArgs> args = http::decodeBindingArgs(body);
+  Result<sched::BindRequest> args = http::decodeBindingArgs(body);
   if (!args.isOk()) return 0;
-  const http::BindingArgs& b = args.value();
+  const sched::BindRequest& b = args.value();
   FUZZ_CHECK(!b.pod_name.empty() && !b.pod_namespace.empty() && !b.pod_uid.empty() && !b.node.empty(),
              "wire_bind", "decodeBindingArgs accepted a binding with an empty field");
   std::unique_ptr<sched::Scheduler> s = fleet();

@@ -3,7 +3,9 @@
 // route()'s try: a throw there was an unobserved task exception, which calls std::terminate.
 #include <cpprest/http_client.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -11,6 +13,7 @@
 #include <thread>
 
 #include "adapters/http/extender_server.h"
+#include "adapters/metrics/metrics.h"
 #include "support/fixtures.h"
 
 using troupe::testing::freeLoopbackPort;
@@ -48,15 +51,46 @@ std::string bindBody(const std::string& name) {
       .dump();
 }
 
+// The handler's metrics, passed through to Prometheus; while `explode` is set, recording a
+// placement (the last step of a bind, on the thread that finished it) throws.
+class ExplodingMetrics final : public troupe::adapters::ExtenderMetrics {
+ public:
+  explicit ExplodingMetrics(troupe::metrics::Metrics& inner) : inner_(inner) {}
+  std::atomic<bool> explode{false};
+
+  void observeRequest(const std::string& verb, const std::string& outcome, double seconds) override {
+    inner_.observeRequest(verb, outcome, seconds);
+  }
+  void countRejections(const std::map<std::string, int>& categories) override {
+    inner_.countRejections(categories);
+  }
+  void observePlacement(double quality, bool best) override {
+    if (explode) throw std::runtime_error("post-bind exploded");
+    inner_.observePlacement(quality, best);
+  }
+  size_t maxNodeRows() const override { return inner_.maxNodeRows(); }
+  void refreshCluster(troupe::sched::ClusterSummary summary) override {
+    inner_.refreshCluster(std::move(summary));
+  }
+  void observeGangEvents(const troupe::sched::Scheduler::GangEvents& events) override {
+    inner_.observeGangEvents(events);
+  }
+  std::string serialize() override { return inner_.serialize(); }
+
+ private:
+  troupe::metrics::Metrics& inner_;
+};
+
 // The pieces serve wires together, with a hook that records where exceptions were caught.
 struct Served {
   std::ostringstream log_sink;
-  troupe::http::Logger logger{log_sink, troupe::http::LogLevel::kInfo};
+  troupe::adapters::Logger logger{log_sink, troupe::adapters::LogLevel::kInfo};
   troupe::sched::Scheduler scheduler{troupe::sched::SchedulerConfig{}};
   troupe::metrics::Metrics metrics{"test"};
+  ExplodingMetrics handler_metrics{metrics};
   std::mutex mu;
   std::vector<std::string> caught;
-  troupe::http::ExtenderHandler handler{options(), scheduler, metrics, logger};
+  troupe::http::ExtenderHandler handler{options(), scheduler, handler_metrics, logger};
   troupe::http::ExtenderServer server{"127.0.0.1", freeLoopbackPort(), handler, logger};
 
   troupe::http::HandlerOptions options() {
@@ -78,7 +112,7 @@ struct Served {
 };
 
 // Kubernetes mode's binder, answering from its own thread the way the real one does.
-class ThreadedBinder : public troupe::http::PodBinder {
+class ThreadedBinder : public troupe::sched::PodBinder {
  public:
   explicit ThreadedBinder(
       std::function<void(std::function<void(troupe::Result<troupe::model::Allocation>)>)> answer)
@@ -86,7 +120,7 @@ class ThreadedBinder : public troupe::http::PodBinder {
   ~ThreadedBinder() override {
     for (std::thread& t : threads_) t.join();
   }
-  void bindAsync(const troupe::http::BindingArgs&,
+  void bindAsync(const troupe::sched::BindRequest&,
                  std::function<void(troupe::Result<troupe::model::Allocation>)> done) override {
     threads_.emplace_back([this, done = std::move(done)] { answer_(done); });
   }
@@ -100,10 +134,7 @@ class ThreadedBinder : public troupe::http::PodBinder {
 
 TEST_CASE("a throw in the standalone bind continuation is a 500, not a crash", "[http][bind][c3]") {
   Served s;
-  s.handler.setPostBind(
-      [](const troupe::http::BindingArgs&, const troupe::model::Allocation&) -> troupe::Status {
-        throw std::runtime_error("post-bind exploded");
-      });
+  s.handler_metrics.explode = true;
   REQUIRE(post(s.server.url(), "/filter", filterBody("a")).status == 200);
   Reply r = post(s.server.url(), "/bind", bindBody("a"));
   CHECK(r.status == 500);
@@ -111,7 +142,7 @@ TEST_CASE("a throw in the standalone bind continuation is a 500, not a crash", "
   CHECK(s.caughtSoFar() == std::vector<std::string>{"http"});
   // Still serving.
   REQUIRE(post(s.server.url(), "/filter", filterBody("b")).status == 200);
-  s.handler.setPostBind(nullptr);
+  s.handler_metrics.explode = false;
   Reply b = post(s.server.url(), "/bind", bindBody("b"));
   CHECK(b.status == 200);
   CHECK(nlohmann::json::parse(b.body)["Error"] == "");
@@ -133,8 +164,8 @@ TEST_CASE("a binder's error text with invalid UTF-8 is answered, on the binder's
 
 TEST_CASE("a binder that throws from bindAsync gets a 500 and a count", "[http][bind][c3]") {
   Served s;
-  struct Throwing : troupe::http::PodBinder {
-    void bindAsync(const troupe::http::BindingArgs&,
+  struct Throwing : troupe::sched::PodBinder {
+    void bindAsync(const troupe::sched::BindRequest&,
                    std::function<void(troupe::Result<troupe::model::Allocation>)>) override {
       throw std::logic_error("binder refused to start");
     }

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "adapters/http/extender_server.h"
+#include "adapters/metrics/metrics.h"
 #include "support/fixtures.h"
 
 using troupe::testing::freeLoopbackPort;
@@ -19,7 +20,7 @@ namespace {
 
 struct Served {
   std::ostringstream log_sink;
-  troupe::http::Logger logger{log_sink, troupe::http::LogLevel::kInfo};
+  troupe::adapters::Logger logger{log_sink, troupe::adapters::LogLevel::kInfo};
   troupe::sched::Scheduler scheduler{troupe::sched::SchedulerConfig{}};
   troupe::metrics::Metrics metrics{"test"};
   troupe::http::ExtenderHandler handler;
@@ -183,7 +184,7 @@ TEST_CASE("many concurrent connections get consistent answers", "[http][concurre
 TEST_CASE("the listener refuses a port that is taken, with a message naming it", "[http]") {
   Served s;
   std::ostringstream sink;
-  troupe::http::Logger logger(sink, troupe::http::LogLevel::kInfo);
+  troupe::adapters::Logger logger(sink, troupe::adapters::LogLevel::kInfo);
   troupe::http::ExtenderServer second("127.0.0.1", s.port, s.handler, logger);
   troupe::Status st = second.start();
   CHECK_FALSE(st.isOk());

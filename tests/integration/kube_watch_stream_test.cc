@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "adapters/http/logger.h"
+#include "adapters/common/logger.h"
 #include "adapters/kube/api_client.h"
 #include "adapters/kube/watcher.h"
 #include "support/wait.h"
@@ -155,7 +155,7 @@ TEST_CASE("kube watch over ApiClient: a silent stream is ended from another thre
   REQUIRE(api.isOk());
   Events handler;
   std::ostringstream out;
-  troupe::http::Logger logger{out, troupe::http::LogLevel::kDebug};
+  troupe::adapters::Logger logger{out, troupe::adapters::LogLevel::kDebug};
   troupe::kube::WatchConfig config;
   config.name = "pods";
   config.path = "/api/v1/pods";

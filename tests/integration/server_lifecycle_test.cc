@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "adapters/http/extender_server.h"
+#include "adapters/metrics/metrics.h"
 #include "support/fixtures.h"
 
 using troupe::testing::freeLoopbackPort;
@@ -70,7 +71,7 @@ std::string bindBody(const std::string& name, const std::string& node) {
 // order serve does (server, handler, scheduler) or earlier.
 struct Stack {
   std::ostringstream log_sink;
-  troupe::http::Logger logger{log_sink, troupe::http::LogLevel::kInfo};
+  troupe::adapters::Logger logger{log_sink, troupe::adapters::LogLevel::kInfo};
   std::unique_ptr<troupe::sched::Scheduler> scheduler =
       std::make_unique<troupe::sched::Scheduler>(troupe::sched::SchedulerConfig{});
   troupe::metrics::Metrics metrics{"test"};

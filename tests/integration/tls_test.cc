@@ -23,6 +23,7 @@
 
 #include "adapters/http/extender_server.h"
 #include "adapters/http/tls_context.h"
+#include "adapters/metrics/metrics.h"
 #include "support/fixtures.h"
 
 using troupe::testing::freeLoopbackPort;
@@ -179,7 +180,7 @@ Answer httpsGet(const Pki& pki, int port, const std::string& path, const std::st
 
 struct Served {
   std::ostringstream log_sink;
-  troupe::http::Logger logger{log_sink, troupe::http::LogLevel::kDebug};
+  troupe::adapters::Logger logger{log_sink, troupe::adapters::LogLevel::kDebug};
   troupe::sched::Scheduler scheduler{troupe::sched::SchedulerConfig{}};
   troupe::metrics::Metrics metrics{"test"};
   troupe::http::ExtenderHandler handler{troupe::http::HandlerOptions{}, scheduler, metrics, logger};
@@ -270,7 +271,7 @@ TEST_CASE("TLS files that do not load fail start() with a message naming the fil
 TEST_CASE("a renewed certificate is served to new connections without a restart", "[http][tls]") {
   Pki pki;
   std::ostringstream sink;
-  troupe::http::Logger logger(sink, troupe::http::LogLevel::kInfo);
+  troupe::adapters::Logger logger(sink, troupe::adapters::LogLevel::kInfo);
   auto reloader = troupe::http::TlsReloader::create(pki.files(), logger);
   REQUIRE(reloader.isOk());
   std::unique_ptr<troupe::http::TlsReloader> tls = std::move(reloader).value();

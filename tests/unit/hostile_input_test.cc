@@ -397,7 +397,7 @@ TEST_CASE("hostile: unsigned JSON numbers keep their value in the wire decoders"
   auto full = http::decodeExtenderArgs(R"({"Pod":)" + pod + R"(,"Nodes":{"items":[)" + node + "]}}");
   REQUIRE(full.isOk());
   CHECK(full.value().nodes.at(0).allocatable_gpus == "18446744073709551615");
-  CHECK(http::nodeFromJson(http::Json::parse(node)).value().allocatable_gpus == "18446744073709551615");
+  CHECK(adapters::nodeFromJson(http::Json::parse(node)).value().allocatable_gpus == "18446744073709551615");
 
   // Priorities and PDB counts that do not fit int64 are refused, naming the field.
   const std::string prio = R"({"metadata":{"name":"p"},"spec":{"priority":18446744073709551615}})";

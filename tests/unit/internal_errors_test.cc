@@ -72,7 +72,7 @@ std::string ev(const std::string& type, const std::string& name, const std::stri
 
 TEST_CASE("internal errors: guarded() logs, counts and returns instead of throwing", "[hostile][internal]") {
   std::ostringstream log;
-  troupe::http::Logger logger(log, troupe::http::LogLevel::kInfo);
+  troupe::adapters::Logger logger(log, troupe::adapters::LogLevel::kInfo);
   Counts counts;
   const InternalErrors sink = counts.sink();
   bool ran = false;
@@ -114,7 +114,7 @@ TEST_CASE("internal errors: a watch handler that throws costs its object, not th
   FakeApi api;
   Brittle handler;
   std::ostringstream log;
-  troupe::http::Logger logger(log, troupe::http::LogLevel::kDebug);
+  troupe::adapters::Logger logger(log, troupe::adapters::LogLevel::kDebug);
   Counts counts;
   troupe::kube::WatchConfig config;
   config.name = "nodes";
@@ -157,10 +157,10 @@ TEST_CASE("internal errors: a bind task that throws does not end its worker", "[
     troupe::sched::PodFacts f = troupe::testing::gpuPod(name, 2);
     f.uid = "uid-" + name;
     REQUIRE_FALSE(world.scheduler.filter(f, {"n1"}).passed.empty());
-    return troupe::http::BindingArgs{name, "default", "uid-" + name, "n1"};
+    return troupe::sched::BindRequest{name, "default", "uid-" + name, "n1"};
   };
-  const troupe::http::BindingArgs boom = filtered("boom");
-  const troupe::http::BindingArgs fine = filtered("fine");
+  const troupe::sched::BindRequest boom = filtered("boom");
+  const troupe::sched::BindRequest fine = filtered("fine");
   binder.start();
   binder.bindAsync(boom, [](troupe::Result<troupe::model::Allocation>) {});
   REQUIRE(waitFor([&] { return counts.of("binder") == 1; }));
@@ -176,7 +176,7 @@ TEST_CASE("internal errors: the event poster drops an event that throws and goes
           "[hostile][internal][kube]") {
   FakeApi api;
   std::ostringstream log;
-  troupe::http::Logger logger(log, troupe::http::LogLevel::kDebug);
+  troupe::adapters::Logger logger(log, troupe::adapters::LogLevel::kDebug);
   Counts counts;
   std::atomic<int> posts{0};
   api.setHook([&](const std::string& method, const std::string&,

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <thread>
 
-#include "adapters/http/logger.h"
+#include "adapters/common/logger.h"
 #include "adapters/kube/binder.h"
 #include "adapters/kube/cluster_sync.h"
 #include "adapters/kube/events.h"
@@ -19,7 +19,6 @@ namespace {
 
 using nlohmann::json;
 using troupe::Code;
-using troupe::http::BindingArgs;
 using troupe::kube::ApiErrorKind;
 using troupe::kube::ApiReply;
 using troupe::kube::Binder;
@@ -30,6 +29,7 @@ using troupe::kube::replyFromHttp;
 using troupe::kube::testing::FakeApi;
 using troupe::kube::testing::podJson;
 using troupe::kube::testing::toKube;
+using troupe::sched::BindRequest;
 
 struct World : troupe::kube::testing::SyncWorld {
   FakeApi api;
@@ -42,14 +42,14 @@ struct World : troupe::kube::testing::SyncWorld {
   }
 
   // A pod that exists in the API and passed Troupe's filter, as kube-scheduler would have it.
-  BindingArgs pod(const std::string& name, int gpus, const std::string& node = "n1", bool filtered = true) {
+  BindRequest pod(const std::string& name, int gpus, const std::string& node = "n1", bool filtered = true) {
     api.putPod(podJson(name, gpus));
     if (filtered) {
       troupe::sched::PodFacts f = troupe::testing::gpuPod(name, gpus);
       f.uid = "uid-" + name;
       REQUIRE_FALSE(scheduler.filter(f, {node}).passed.empty());
     }
-    return BindingArgs{name, "default", "uid-" + name, node};
+    return BindRequest{name, "default", "uid-" + name, node};
   }
   std::string annotation(const std::string& name) {
     auto p = api.pod("default", name);
@@ -79,7 +79,7 @@ struct World : troupe::kube::testing::SyncWorld {
 
 TEST_CASE("binder: one Binding carries the annotation, then an Event", "[kube][binder]") {
   World w;
-  BindingArgs b = w.pod("a", 4);
+  BindRequest b = w.pod("a", 4);
   auto r = w.binder.bind(b);
   INFO(r.status().message());
   REQUIRE(r.isOk());
@@ -122,7 +122,7 @@ TEST_CASE("binder: one Binding carries the annotation, then an Event", "[kube][b
 
 TEST_CASE("binder: a retried bind is idempotent", "[kube][binder]") {
   World w;
-  BindingArgs b = w.pod("a", 2);
+  BindRequest b = w.pod("a", 2);
   auto first = w.binder.bind(b);
   REQUIRE(first.isOk());
   const int bindings = w.api.count("POST", "/binding");
@@ -138,7 +138,7 @@ TEST_CASE("binder: a retried bind is idempotent", "[kube][binder]") {
   REQUIRE(after.isOk());
   CHECK(fresh.scheduler.allocationOf("uid-a")->gpus == first.value().gpus);
   // Bound elsewhere: refused.
-  BindingArgs elsewhere = b;
+  BindRequest elsewhere = b;
   elsewhere.node = "n2";
   auto refused = w.binder.bind(elsewhere);
   REQUIRE_FALSE(refused.isOk());
@@ -148,7 +148,7 @@ TEST_CASE("binder: a retried bind is idempotent", "[kube][binder]") {
 TEST_CASE("binder: concurrent binds to one node never share a GPU", "[kube][binder][concurrency]") {
   World w;
   w.binder.start();
-  std::vector<BindingArgs> args;
+  std::vector<BindRequest> args;
   for (int i = 0; i < 8; ++i) args.push_back(w.pod("p" + std::to_string(i), 1));
   std::vector<troupe::Result<troupe::model::Allocation>> results(args.size(),
                                                                  troupe::internalError("not run"));
@@ -166,7 +166,7 @@ TEST_CASE("binder: concurrent binds to one node never share a GPU", "[kube][bind
   }
   CHECK(used.size() == 8);
   // The node is full: the ninth fails in Troupe's check, and holds nothing.
-  BindingArgs ninth = w.pod("p8", 1, "n1", /*filtered=*/false);
+  BindRequest ninth = w.pod("p8", 1, "n1", /*filtered=*/false);
   auto r = w.binder.bind(ninth);
   CHECK_FALSE(r.isOk());
   CHECK_FALSE(w.scheduler.allocationOf("uid-p8"));
@@ -175,7 +175,7 @@ TEST_CASE("binder: concurrent binds to one node never share a GPU", "[kube][bind
 
 TEST_CASE("binder: a pod without GPUs gets a Binding without annotations", "[kube][binder]") {
   World w;
-  BindingArgs b = w.pod("plain", 0);
+  BindRequest b = w.pod("plain", 0);
   auto r = w.binder.bind(b);
   INFO(r.status().message());
   REQUIRE(r.isOk());
@@ -191,7 +191,7 @@ TEST_CASE("binder: a pod Troupe has no filter record of (it restarted) is refuse
           "[kube][binder]") {
   // kube-scheduler retries the pod: its next scheduling cycle filters it through Troupe again.
   World w;
-  BindingArgs b = w.pod("late", 2, "n1", /*filtered=*/false);
+  BindRequest b = w.pod("late", 2, "n1", /*filtered=*/false);
   auto r = w.binder.bind(b);
   REQUIRE_FALSE(r.isOk());
   CHECK(r.status().code() == Code::kFailedPrecondition);
@@ -217,7 +217,7 @@ TEST_CASE("binder: /bind is no confused deputy (security review K2)", "[kube][bi
     victim["spec"]["schedulerName"] = "default-scheduler";
     victim["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", "n2"}};
     w.api.putPod(victim);
-    auto r = w.binder.bind(BindingArgs{"victim", "default", "uid-victim", "n1"});
+    auto r = w.binder.bind(BindRequest{"victim", "default", "uid-victim", "n1"});
     REQUIRE_FALSE(r.isOk());
     CHECK_THAT(r.status().message(), Catch::Contains("spec.schedulerName \"default-scheduler\"") &&
                                          Catch::Contains("troupe-scheduler") &&
@@ -230,12 +230,12 @@ TEST_CASE("binder: /bind is no confused deputy (security review K2)", "[kube][bi
     troupe::sched::PodFacts f = troupe::testing::gpuPod("victim", 0);
     f.uid = "uid-victim";
     REQUIRE(w.scheduler.filter(f, {"n1"}).passed.size() == 1);  // whoever reaches /filter can do this
-    auto r = w.binder.bind(BindingArgs{"victim", "default", "uid-victim", "n1"});
+    auto r = w.binder.bind(BindRequest{"victim", "default", "uid-victim", "n1"});
     REQUIRE_FALSE(r.isOk());
     CHECK_THAT(r.status().message(), Catch::Contains("\"default-scheduler\""));
   }
   SECTION("Troupe's own pod, filtered onto another node") {
-    BindingArgs b = w.pod("mine", 2, "n2");
+    BindRequest b = w.pod("mine", 2, "n2");
     b.node = "n1";
     auto r = w.binder.bind(b);
     REQUIRE_FALSE(r.isOk());
@@ -246,7 +246,7 @@ TEST_CASE("binder: /bind is no confused deputy (security review K2)", "[kube][bi
     json other = podJson("theirs", 0, "n2");
     other["spec"]["schedulerName"] = "default-scheduler";
     w.api.putPod(other);
-    auto r = w.binder.bind(BindingArgs{"theirs", "default", "uid-theirs", "n2"});
+    auto r = w.binder.bind(BindRequest{"theirs", "default", "uid-theirs", "n2"});
     REQUIRE_FALSE(r.isOk());
     CHECK_THAT(r.status().message(), Catch::Contains("schedulerName"));
   }
@@ -263,7 +263,7 @@ TEST_CASE("binder: the scheduler names it serves are configurable", "[kube][bind
   World w(options);
   for (const char* profile : {"gpu-a", "gpu-b", "troupe-scheduler"}) {
     const std::string name = std::string("p-") + profile;
-    BindingArgs b = w.pod(name, 1);
+    BindRequest b = w.pod(name, 1);
     json p = *w.api.pod("default", name);
     p["spec"]["schedulerName"] = profile;
     w.api.putPod(p);
@@ -276,7 +276,7 @@ TEST_CASE("binder: the scheduler names it serves are configurable", "[kube][bind
 TEST_CASE("binder: failures leave no GPU held", "[kube][binder]") {
   World w;
   SECTION("the pod is gone") {
-    BindingArgs b = w.pod("gone", 2);
+    BindRequest b = w.pod("gone", 2);
     w.api.deletePod("default", "gone");
     auto r = w.binder.bind(b);
     REQUIRE_FALSE(r.isOk());
@@ -284,7 +284,7 @@ TEST_CASE("binder: failures leave no GPU held", "[kube][binder]") {
     CHECK(r.status().message().find("no longer exists") != std::string::npos);
   }
   SECTION("the pod was replaced by another of the same name") {
-    BindingArgs b = w.pod("re", 2);
+    BindRequest b = w.pod("re", 2);
     b.pod_uid = "old-uid";
     auto r = w.binder.bind(b);
     REQUIRE_FALSE(r.isOk());
@@ -292,7 +292,7 @@ TEST_CASE("binder: failures leave no GPU held", "[kube][binder]") {
     CHECK_FALSE(w.scheduler.allocationOf("old-uid"));
   }
   SECTION("the API server is down (nothing sent)") {
-    BindingArgs b = w.pod("down", 2);
+    BindRequest b = w.pod("down", 2);
     w.api.setHook([](const std::string&, const std::string&, const std::string&) -> std::optional<ApiReply> {
       return replyFromFailure(ApiErrorKind::kUnreachable, "connection refused");
     });
@@ -302,7 +302,7 @@ TEST_CASE("binder: failures leave no GPU held", "[kube][binder]") {
     CHECK(r.status().message().find("connection refused") != std::string::npos);
   }
   SECTION("the Binding is forbidden") {
-    BindingArgs b = w.pod("patch", 2);
+    BindRequest b = w.pod("patch", 2);
     w.api.setHook(
         [](const std::string& m, const std::string& path, const std::string&) -> std::optional<ApiReply> {
           if (m == "POST" && path.find("/binding") != std::string::npos)
@@ -316,7 +316,7 @@ TEST_CASE("binder: failures leave no GPU held", "[kube][binder]") {
     CHECK(w.annotation("patch").empty());
   }
   SECTION("the pod is deleted between the read and the Binding") {
-    BindingArgs b = w.pod("race", 2);
+    BindRequest b = w.pod("race", 2);
     w.api.setHook(
         [&w](const std::string& m, const std::string& path, const std::string&) -> std::optional<ApiReply> {
           if (m == "POST" && path.find("/binding") != std::string::npos) w.api.deletePod("default", "race");
@@ -327,7 +327,7 @@ TEST_CASE("binder: failures leave no GPU held", "[kube][binder]") {
     CHECK(r.status().code() == Code::kNotFound);
   }
   SECTION("someone else bound it meanwhile") {
-    BindingArgs b = w.pod("taken", 2);
+    BindRequest b = w.pod("taken", 2);
     w.api.setHook(
         [&w](const std::string& m, const std::string& path, const std::string&) -> std::optional<ApiReply> {
           if (m == "POST" && path.find("/binding") != std::string::npos) {
@@ -358,7 +358,7 @@ TEST_CASE("binder: failures leave no GPU held", "[kube][binder]") {
 TEST_CASE("binder: an answer lost after the Binding was sent", "[kube][binder][concurrency]") {
   World w;
   SECTION("the Binding was created: the read-back confirms it") {
-    BindingArgs b = w.pod("lost", 2);
+    BindRequest b = w.pod("lost", 2);
     w.api.setHook([&w](const std::string& m, const std::string& path,
                        const std::string& body) -> std::optional<ApiReply> {
       if (m == "POST" && path.find("/binding") != std::string::npos) {
@@ -375,7 +375,7 @@ TEST_CASE("binder: an answer lost after the Binding was sent", "[kube][binder][c
     CHECK(w.scheduler.allocationOf("uid-lost"));
   }
   SECTION("neither answer is known: the GPUs stay held until reconcile() can tell") {
-    BindingArgs b = w.pod("dark", 2);
+    BindRequest b = w.pod("dark", 2);
     bool down = true;
     bool bound_for_real = false;
     w.api.setHook([&](const std::string& m, const std::string& path,
@@ -443,7 +443,7 @@ TEST_CASE("binder: a Binding the pod watch never shows is read back, and the wat
     CHECK(w.api.count("GET", "/pods/seen") == gets);
   }
   SECTION("the watch shows it before the API server's answer arrives") {
-    BindingArgs b = w.pod("early", 2);
+    BindRequest b = w.pod("early", 2);
     w.api.setHook([&](const std::string& m, const std::string& path,
                       const std::string& body) -> std::optional<ApiReply> {
       if (m != "POST" || path.find("/binding") == std::string::npos) return std::nullopt;
@@ -499,7 +499,7 @@ TEST_CASE("binder: a Binding the pod watch never shows is read back, and the wat
 
 TEST_CASE("binder: a pod the watch shows unbound is bound with one request", "[kube][binder][watched]") {
   World w;
-  BindingArgs b = w.pod("w", 2);
+  BindRequest b = w.pod("w", 2);
   w.watch("w");
   auto r = w.binder.bind(b);
   INFO(r.status().message());
@@ -531,7 +531,7 @@ TEST_CASE("binder: a pod the watch shows unbound is bound with one request", "[k
 TEST_CASE("binder: a watch that lags behind the API binds nothing wrongly", "[kube][binder][watched]") {
   World w;
   SECTION("bound elsewhere meanwhile: refused, counted where it is") {
-    BindingArgs b = w.pod("lag", 2);
+    BindRequest b = w.pod("lag", 2);
     w.watch("lag");
     json p = *w.api.pod("default", "lag");
     p["spec"]["nodeName"] = "n2";
@@ -545,7 +545,7 @@ TEST_CASE("binder: a watch that lags behind the API binds nothing wrongly", "[ku
     CHECK(a->unknown_gpus == 2);
   }
   SECTION("bound to this node by someone else: success, with the GPUs the pod carries") {
-    BindingArgs b = w.pod("other", 2);
+    BindRequest b = w.pod("other", 2);
     w.watch("other");
     json p = *w.api.pod("default", "other");
     p["spec"]["nodeName"] = "n1";
@@ -558,7 +558,7 @@ TEST_CASE("binder: a watch that lags behind the API binds nothing wrongly", "[ku
     CHECK(w.scheduler.allocationOf("uid-other")->gpus == std::vector<int>{6, 7});
   }
   SECTION("replaced by a pod of the same name: refused, nothing held") {
-    BindingArgs b = w.pod("re", 2);
+    BindRequest b = w.pod("re", 2);
     w.watch("re");
     json p = *w.api.pod("default", "re");
     p["metadata"]["uid"] = "uid-new";
@@ -569,7 +569,7 @@ TEST_CASE("binder: a watch that lags behind the API binds nothing wrongly", "[ku
     CHECK_FALSE(w.scheduler.allocationOf("uid-re"));
   }
   SECTION("deleted meanwhile: not found, nothing held") {
-    BindingArgs b = w.pod("gone", 2);
+    BindRequest b = w.pod("gone", 2);
     w.watch("gone");
     w.api.deletePod("default", "gone");
     auto r = w.binder.bind(b);
@@ -589,7 +589,7 @@ TEST_CASE("binder: the watch never lets another profile's pod skip the read", "[
   f.uid = "uid-dflt";
   REQUIRE_FALSE(w.scheduler.filter(f, {"n1"}).passed.empty());
   w.watch("dflt");
-  auto r = w.binder.bind(BindingArgs{"dflt", "default", "uid-dflt", "n1"});
+  auto r = w.binder.bind(BindRequest{"dflt", "default", "uid-dflt", "n1"});
   REQUIRE_FALSE(r.isOk());
   CHECK_THAT(r.status().message(), Catch::Contains("default-scheduler"));
   CHECK(w.reads("dflt") == 1);
@@ -625,7 +625,7 @@ TEST_CASE("cluster sync: the unbound GPU pods the binder may bind without a read
 TEST_CASE("events: rate-limited per pod and reason, and overall", "[kube][events]") {
   FakeApi api;
   std::ostringstream log;
-  troupe::http::Logger logger{log, troupe::http::LogLevel::kDebug};
+  troupe::adapters::Logger logger{log, troupe::adapters::LogLevel::kDebug};
   auto t = EventRecorder::Clock::time_point{} + std::chrono::hours(1);
   troupe::kube::EventOptions options;
   options.rate_per_second = 1;

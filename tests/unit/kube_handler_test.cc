@@ -3,22 +3,22 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 
+#include "adapters/common/logger.h"
 #include "adapters/http/extender_server.h"
-#include "adapters/http/logger.h"
 #include "adapters/metrics/metrics.h"
 #include "support/fixtures.h"
 #include "troupe/sched/scheduler.h"
 
 namespace {
 
-using troupe::http::BindingArgs;
 using troupe::http::ExtenderHandler;
+using troupe::sched::BindRequest;
 
-class FakeBinder final : public troupe::http::PodBinder {
+class FakeBinder final : public troupe::sched::PodBinder {
  public:
-  std::vector<BindingArgs> calls;
+  std::vector<BindRequest> calls;
   troupe::Result<troupe::model::Allocation> answer = troupe::unavailable("API server down");
-  void bindAsync(const BindingArgs& args,
+  void bindAsync(const BindRequest& args,
                  std::function<void(troupe::Result<troupe::model::Allocation>)> done) override {
     calls.push_back(args);
     done(answer);
@@ -27,7 +27,7 @@ class FakeBinder final : public troupe::http::PodBinder {
 
 struct Handler {
   std::ostringstream log;
-  troupe::http::Logger logger{log, troupe::http::LogLevel::kInfo};
+  troupe::adapters::Logger logger{log, troupe::adapters::LogLevel::kInfo};
   troupe::sched::Scheduler scheduler{troupe::sched::SchedulerConfig{}};
   troupe::metrics::Metrics metrics{"test"};
   ExtenderHandler handler{troupe::http::HandlerOptions{}, scheduler, metrics, logger};

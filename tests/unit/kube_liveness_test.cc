@@ -6,7 +6,7 @@
 #include <sstream>
 #include <thread>
 
-#include "adapters/http/logger.h"
+#include "adapters/common/logger.h"
 #include "adapters/kube/kube_runtime.h"
 #include "adapters/kube/watcher.h"
 #include "adapters/metrics/metrics.h"
@@ -61,7 +61,7 @@ TEST_CASE("watcher: relistNow() ends a silent stream from another thread; the ne
   FakeApi api;
   Names handler;
   std::ostringstream out;
-  troupe::http::Logger logger{out, troupe::http::LogLevel::kDebug};
+  troupe::adapters::Logger logger{out, troupe::adapters::LogLevel::kDebug};
   troupe::metrics::Metrics metrics{"test"};
   metrics.enableKube();
   StopSignal stop;
@@ -120,7 +120,7 @@ TEST_CASE("kube runtime: a silent pod watch misses Troupe's binding; the pods ar
           "[kube][liveness][concurrency]") {
   FakeApi api;
   std::ostringstream out;
-  troupe::http::Logger logger{out, troupe::http::LogLevel::kDebug};
+  troupe::adapters::Logger logger{out, troupe::adapters::LogLevel::kDebug};
   troupe::sched::Scheduler scheduler{troupe::sched::SchedulerConfig{}};
   troupe::metrics::Metrics metrics{"test"};
   // Lists answer from what the fake API holds now; every watch stays open and says nothing.

@@ -5,7 +5,7 @@
 #include <regex>
 #include <sstream>
 
-#include "adapters/http/logger.h"
+#include "adapters/common/logger.h"
 #include "adapters/kube/metered_transport.h"
 #include "adapters/kube/watcher.h"
 #include "adapters/metrics/metrics.h"
@@ -53,7 +53,7 @@ struct Fixture {
   MeteredTransport api{fake, metrics};
   Ignore handler;
   std::ostringstream out;
-  troupe::http::Logger logger{out, troupe::http::LogLevel::kError};
+  troupe::adapters::Logger logger{out, troupe::adapters::LogLevel::kError};
   StopSignal stop;
   WatchConfig config;
   Fixture() {

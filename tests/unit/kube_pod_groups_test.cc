@@ -5,8 +5,8 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 
+#include "adapters/common/logger.h"
 #include "adapters/http/extender_server.h"
-#include "adapters/http/logger.h"
 #include "adapters/kube/cluster_sync.h"
 #include "adapters/kube/pod_groups.h"
 #include "adapters/metrics/metrics.h"
@@ -71,7 +71,7 @@ TEST_CASE("kube PodGroups: minMember is read once and cached", "[kube][gang]") {
   server.groups["ml/train"] = podGroup("train", 16);
   api.setHook(server.hook());
   std::ostringstream log;
-  troupe::http::Logger logger(log, troupe::http::LogLevel::kDebug);
+  troupe::adapters::Logger logger(log, troupe::adapters::LogLevel::kDebug);
   Clock clock;
   PodGroupCache cache(api, logger, PodGroupOptions{}, [&clock] { return clock.t; });
 
@@ -95,7 +95,7 @@ TEST_CASE("kube PodGroups: missing object, missing CRD, bad spec and RBAC say wh
   PodGroupServer server;
   api.setHook(server.hook());
   std::ostringstream log;
-  troupe::http::Logger logger(log, troupe::http::LogLevel::kDebug);
+  troupe::adapters::Logger logger(log, troupe::adapters::LogLevel::kDebug);
   Clock clock;
   PodGroupCache cache(api, logger, PodGroupOptions{}, [&clock] { return clock.t; });
 
@@ -138,7 +138,7 @@ TEST_CASE("kube PodGroups: the scheduler's filter uses the lookup; gang-size is 
   server.crd = false;
   api.setHook(server.hook());
   std::ostringstream log;
-  troupe::http::Logger logger(log, troupe::http::LogLevel::kDebug);
+  troupe::adapters::Logger logger(log, troupe::adapters::LogLevel::kDebug);
   PodGroupCache cache(api, logger);
   troupe::sched::Scheduler s{troupe::sched::SchedulerConfig{}};
   // What the HTTP adapter does before calling the core (ExtenderHandler::setPodGroups).
@@ -165,7 +165,7 @@ TEST_CASE("kube PodGroups: the HTTP filter reads the PodGroup before it calls th
     FakeApi api;
     PodGroupServer server;
     std::ostringstream log;
-    troupe::http::Logger logger{log, troupe::http::LogLevel::kWarn};
+    troupe::adapters::Logger logger{log, troupe::adapters::LogLevel::kWarn};
     PodGroupCache cache{api, logger};
     troupe::sched::Scheduler scheduler{troupe::sched::SchedulerConfig{}};
     troupe::metrics::Metrics metrics{"test"};
@@ -197,7 +197,7 @@ TEST_CASE("kube PodGroups: the HTTP filter reads the PodGroup before it calls th
 
 TEST_CASE("kube sync: bound gang members are recorded with their gang", "[kube][sync][gang]") {
   std::ostringstream log;
-  troupe::http::Logger logger(log, troupe::http::LogLevel::kDebug);
+  troupe::adapters::Logger logger(log, troupe::adapters::LogLevel::kDebug);
   troupe::sched::Scheduler s{troupe::sched::SchedulerConfig{}};
   troupe::kube::ClusterSync sync(s, logger);
   sync.nodeHandler().event(troupe::kube::WatchEventType::kAdded,

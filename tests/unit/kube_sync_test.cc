@@ -5,7 +5,7 @@
 #include <set>
 #include <sstream>
 
-#include "adapters/http/logger.h"
+#include "adapters/common/logger.h"
 #include "adapters/kube/cluster_sync.h"
 #include "adapters/kube/kube_objects.h"
 #include "kube_test_support.h"

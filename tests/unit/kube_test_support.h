@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "adapters/http/logger.h"
+#include "adapters/common/logger.h"
 #include "adapters/kube/api_client.h"
 #include "adapters/kube/cluster_sync.h"
 #include "adapters/kube/kube_config.h"
@@ -278,7 +278,7 @@ class FakeApi final : public KubeTransport {
 // test starts from.
 struct SyncWorld {
   std::ostringstream log;
-  troupe::http::Logger logger{log, troupe::http::LogLevel::kDebug};
+  troupe::adapters::Logger logger{log, troupe::adapters::LogLevel::kDebug};
   troupe::sched::Scheduler scheduler{troupe::sched::SchedulerConfig{}};
   ClusterSync sync{scheduler, logger};
 };

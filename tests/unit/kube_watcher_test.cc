@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 
-#include "adapters/http/logger.h"
+#include "adapters/common/logger.h"
 #include "adapters/kube/watcher.h"
 #include "kube_test_support.h"
 
@@ -49,7 +49,7 @@ struct Fixture {
   FakeApi api;
   Recorder handler;
   std::ostringstream out;
-  troupe::http::Logger logger{out, troupe::http::LogLevel::kDebug};
+  troupe::adapters::Logger logger{out, troupe::adapters::LogLevel::kDebug};
   StopSignal stop;
   WatchConfig config;
   Fixture() {

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <sstream>
 
+#include "adapters/common/logger.h"
 #include "adapters/http/extender_server.h"
-#include "adapters/http/logger.h"
 #include "adapters/metrics/metrics.h"
 #include "support/fixtures.h"
 #include "troupe/sched/scheduler.h"
@@ -44,7 +44,7 @@ std::string nameArgs(const std::string& pod, const std::string& node) {
 
 struct Served {
   std::ostringstream log;
-  troupe::http::Logger logger{log, troupe::http::LogLevel::kWarn};
+  troupe::adapters::Logger logger{log, troupe::adapters::LogLevel::kWarn};
   Scheduler scheduler;
   troupe::metrics::Metrics metrics{"test"};
   troupe::http::ExtenderHandler handler{troupe::http::HandlerOptions{}, scheduler, metrics, logger};
@@ -132,7 +132,7 @@ TEST_CASE("node facts: 20,000 injected nodes in learn mode are bounded (probe 11
   };
   CHECK(nodeSeries(s.handler.handle("GET", "/metrics", "").body) == 0);
   troupe::metrics::Metrics on("test",
-                              troupe::metrics::PerNodeSeries{troupe::metrics::PerNodeSeries::Mode::kOn});
+                              troupe::adapters::PerNodeSeries{troupe::adapters::PerNodeSeries::Mode::kOn});
   on.refreshCluster(s.scheduler.summary());
   CHECK(nodeSeries(on.serialize()) == 3 * cap);
 }

@@ -9,8 +9,8 @@
 #include "support/fixtures.h"
 #include "troupe/sched/scheduler.h"
 
+using troupe::adapters::PerNodeSeries;
 using troupe::metrics::Metrics;
-using troupe::metrics::PerNodeSeries;
 using troupe::testing::gpuNode;
 using troupe::testing::gpuPod;
 

@@ -460,11 +460,11 @@ TEST_CASE("wire: keys match case-insensitively, exact match first; unknown field
     REQUIRE(b.isOk());
     CHECK(b.value().node == "right");
     Json obj = Json::parse(R"({"nodenames":1,"NodeNames":2,"NODENAMES":3})");
-    REQUIRE(troupe::http::field(obj, "NodeNames"));
-    CHECK(*troupe::http::field(obj, "NodeNames") == 2);
-    CHECK(*troupe::http::field(obj, "nodeNAMES") == 1);  // first case-insensitive match
-    CHECK(troupe::http::field(obj, "Nodes") == nullptr);
-    CHECK(troupe::http::field(Json::array(), "NodeNames") == nullptr);
+    REQUIRE(troupe::adapters::field(obj, "NodeNames"));
+    CHECK(*troupe::adapters::field(obj, "NodeNames") == 2);
+    CHECK(*troupe::adapters::field(obj, "nodeNAMES") == 1);  // first case-insensitive match
+    CHECK(troupe::adapters::field(obj, "Nodes") == nullptr);
+    CHECK(troupe::adapters::field(Json::array(), "NodeNames") == nullptr);
   }
   SECTION("unknown fields are ignored") {
     auto b = troupe::http::decodeBindingArgs(
@@ -571,13 +571,13 @@ TEST_CASE("wire: preemption requests without candidates decode to none", "[wire]
 }
 
 TEST_CASE("wire: nodes take capacity when allocatable lacks the GPU resource", "[wire]") {
-  auto n = troupe::http::nodeFromJson(Json::parse(
+  auto n = troupe::adapters::nodeFromJson(Json::parse(
       R"({"metadata":{"name":"x","labels":{"a":"b","n":3}},"spec":{"unschedulable":true},"status":{"capacity":{"nvidia.com/gpu":"4"},"allocatable":{"cpu":"8"}}})"));
   REQUIRE(n.isOk());
   CHECK(n.value().allocatable_gpus == "4");
   CHECK(n.value().unschedulable);
   CHECK(n.value().labels == troupe::model::StringMap{{"a", "b"}});  // non-string values skipped
-  auto no_meta = troupe::http::nodeFromJson(Json::parse(R"({"status":{}})"));
+  auto no_meta = troupe::adapters::nodeFromJson(Json::parse(R"({"status":{}})"));
   REQUIRE_FALSE(no_meta.isOk());
   CHECK_THAT(no_meta.status().message(), Catch::Contains("metadata"));
 }
@@ -767,7 +767,7 @@ TEST_CASE("wire: full-node decoding reads each node as nodeFromJson does", "[wir
   };
   for (const std::string& node : nodes) {
     INFO("node: " << node);
-    const auto want = troupe::http::nodeFromJson(Json::parse(node));
+    const auto want = troupe::adapters::nodeFromJson(Json::parse(node));
     const auto got = troupe::http::decodeExtenderArgs(fullBody({node}));
     if (!want.isOk()) {
       REQUIRE_FALSE(got.isOk());

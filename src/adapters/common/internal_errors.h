@@ -12,7 +12,7 @@
 #include <string>
 #include <utility>
 
-#include "adapters/http/logger.h"
+#include "adapters/common/logger.h"
 
 namespace troupe::adapters {
 
@@ -60,8 +60,8 @@ inline std::string currentExceptionMessage() noexcept {
 
 // Inside a catch block: logs the exception at error level, with `where` and `what` (the step
 // that failed), and counts it. Never throws.
-inline void reportInternalError(http::Logger& logger, const InternalErrors& errors, const std::string& where,
-                                const std::string& what) noexcept {
+inline void reportInternalError(adapters::Logger& logger, const InternalErrors& errors,
+                                const std::string& where, const std::string& what) noexcept {
   errors.count(where);
   try {
     logger.error("internal error: caught an exception, carrying on",
@@ -73,7 +73,7 @@ inline void reportInternalError(http::Logger& logger, const InternalErrors& erro
 // Runs `fn`; an exception is reported (reportInternalError) instead of escaping. True when
 // `fn` returned normally.
 template <class F>
-bool guarded(http::Logger& logger, const InternalErrors& errors, const std::string& where,
+bool guarded(adapters::Logger& logger, const InternalErrors& errors, const std::string& where,
              const std::string& what, F&& fn) noexcept {
   try {
     std::forward<F>(fn)();

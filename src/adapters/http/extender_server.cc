@@ -23,8 +23,17 @@ double secondsSince(Clock::time_point start) {
 
 }  // namespace
 
+const char* ExtenderHandler::outcomeLabel(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kOk: return "ok";
+    case Outcome::kError: return "error";
+    case Outcome::kBadRequest: return "bad_request";
+  }
+  return "error";
+}
+
 ExtenderHandler::ExtenderHandler(HandlerOptions options, sched::Scheduler& scheduler,
-                                 metrics::Metrics& metrics, Logger& logger)
+                                 adapters::ExtenderMetrics& metrics, adapters::Logger& logger)
     : options_(std::move(options)), scheduler_(scheduler), metrics_(metrics), logger_(logger) {}
 
 HttpResponse ExtenderHandler::handle(const std::string& method, const std::string& path,
@@ -49,7 +58,7 @@ HttpResponse ExtenderHandler::tooLarge(const std::string& raw_path, std::optiona
   const std::string path = raw_path.substr(0, raw_path.find('?'));
   const std::string verb = path.substr(path.rfind('/') + 1);
   if (verb == "filter" || verb == "prioritize" || verb == "bind" || verb == "preempt") {
-    metrics_.observeRequest(verb, "bad_request", 0);
+    metrics_.observeRequest(verb, outcomeLabel(Outcome::kBadRequest), 0);
   }
   const std::string size = declared ? "of " + std::to_string(*declared) + " bytes " : "";
   return {413,
@@ -77,12 +86,9 @@ void ExtenderHandler::handleAsync(const std::string& method, const std::string& 
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   try {
     const auto start = Clock::now();
-    std::string verb;
-    HttpResponse early = route(method, path, body, endpoints, &verb);
-    if (verb != "bind" || early.status != 0) {
-      if (early.status == 0)
-        early = HttpResponse{500, encodeHttpError("internal error: unrouted request"), "application/json"};
-      reply(std::move(early));
+    Routed routed = route(method, path, body, endpoints);
+    if (HttpResponse* answer = std::get_if<HttpResponse>(&routed)) {
+      reply(std::move(*answer));
       return;
     }
     bindAsync(body, start, reply);
@@ -97,15 +103,10 @@ void ExtenderHandler::handleAsync(const std::string& method, const std::string& 
 // answer comes on a scheduler or binder thread, where an exception would end the process
 // (review C3), so the continuation catches too.
 void ExtenderHandler::bindAsync(const std::string& body, Clock::time_point start, Reply reply) {
-  bind(body, [this, start, reply](HttpResponse r) {
+  bind(body, [this, start, reply](VerbAnswer a) {
     try {
-      const bool failed = r.body.find("\"Error\":\"\"") == std::string::npos;
-      metrics_.observeRequest("bind",
-                              r.status == 400 ? "bad_request"
-                              : failed        ? "error"
-                                              : "ok",
-                              secondsSince(start));
-      reply(std::move(r));
+      metrics_.observeRequest("bind", outcomeLabel(a.outcome), secondsSince(start));
+      reply(std::move(a.response));
     } catch (const std::exception& e) {
       reply(internalError("http", "/bind", e.what()));
     } catch (...) {
@@ -114,20 +115,20 @@ void ExtenderHandler::bindAsync(const std::string& body, Clock::time_point start
   });
 }
 
-// Everything but bind is answered here; for bind, *verb is set and status 0 means "go on".
-HttpResponse ExtenderHandler::route(const std::string& method, const std::string& path,
-                                    const std::string& body, Endpoints endpoints, std::string* verb_out) {
+// Everything but a bind that may go ahead is answered here.
+ExtenderHandler::Routed ExtenderHandler::route(const std::string& method, const std::string& path,
+                                               const std::string& body, Endpoints endpoints) {
   try {
     const bool probe = path == "/healthz" || path == "/readyz" || path == "/metrics";
     if (endpoints == Endpoints::kProbesOnly && !(method == "GET" && probe)) {
-      return {404,
-              encodeHttpError("no such endpoint " + method + " " + path +
-                              " on this port: it serves only GET /healthz, /readyz and /metrics "
-                              "(--metrics-listen); the extender verbs are on --listen"),
-              "application/json"};
+      return HttpResponse{404,
+                          encodeHttpError("no such endpoint " + method + " " + path +
+                                          " on this port: it serves only GET /healthz, /readyz and /metrics "
+                                          "(--metrics-listen); the extender verbs are on --listen"),
+                          "application/json"};
     }
     if (method == "GET") {
-      if (path == "/healthz") return {200, "ok\n", "text/plain"};
+      if (path == "/healthz") return HttpResponse{200, "ok\n", "text/plain"};
       if (path == "/readyz") {
         return ready() ? HttpResponse{200, "ok\n", "text/plain"}
                        : HttpResponse{503, "not ready: cluster state not synced yet\n", "text/plain"};
@@ -135,21 +136,22 @@ HttpResponse ExtenderHandler::route(const std::string& method, const std::string
       if (path == "/metrics") {
         metrics_.refreshCluster(scheduler_.summary(metrics_.maxNodeRows()));
         metrics_.observeGangEvents(scheduler_.drainGangEvents());
-        return {200, metrics_.serialize(), "text/plain; version=0.0.4"};
+        return HttpResponse{200, metrics_.serialize(), "text/plain; version=0.0.4"};
       }
     }
     // Verbs are matched on the last path segment so a urlPrefix with a path works too.
     const std::string verb = path.substr(path.rfind('/') + 1);
     const bool is_verb = verb == "filter" || verb == "prioritize" || verb == "bind" || verb == "preempt";
     if (!is_verb) {
-      return {404,
-              encodeHttpError("no such endpoint " + method + " " + path +
-                              "; Troupe serves POST /filter, /prioritize, /bind, /preempt and "
-                              "GET /healthz, /readyz, /metrics"),
-              "application/json"};
+      return HttpResponse{404,
+                          encodeHttpError("no such endpoint " + method + " " + path +
+                                          "; Troupe serves POST /filter, /prioritize, /bind, /preempt and "
+                                          "GET /healthz, /readyz, /metrics"),
+                          "application/json"};
     }
     if (method != "POST") {
-      return {405, encodeHttpError(verb + " takes POST with a JSON body, not " + method), "application/json"};
+      return HttpResponse{405, encodeHttpError(verb + " takes POST with a JSON body, not " + method),
+                          "application/json"};
     }
     if (body.size() > options_.max_body_bytes) return tooLarge(path, body.size());
     if (!options_.record_dir.empty()) record(verb, body);
@@ -157,37 +159,28 @@ HttpResponse ExtenderHandler::route(const std::string& method, const std::string
       // Until the first sync Troupe does not know which GPUs are taken; answering would risk
       // handing them out twice. kube-scheduler retries the pod after its backoff.
       const std::string why = "troupe: not ready: the cluster state is not synced yet; retry shortly";
-      metrics_.observeRequest(verb, "error", 0);
-      *verb_out = verb;
+      metrics_.observeRequest(verb, outcomeLabel(Outcome::kError), 0);
       if (verb == "filter") return ok(encodeFilterError(why));
       if (verb == "bind") return ok(encodeBindingResult(why));
-      return {503, encodeHttpError(why), "application/json"};  // prioritize and preempt have no Error field
+      return HttpResponse{503, encodeHttpError(why),
+                          "application/json"};  // prioritize and preempt have no Error field
     }
-    if (verb == "bind") {
-      *verb_out = verb;
-      return {0, "", ""};
-    }
+    if (verb == "bind") return BindLater{};
     const auto start = Clock::now();
-    HttpResponse r = verb == "filter"       ? filter(body)
-                     : verb == "prioritize" ? prioritize(body)
-                                            : preempt(body);
-    std::string outcome = r.status == 400 ? "bad_request" : "ok";
-    // Only a filter answer has an Error field, always last; reading its end, not searching the
-    // whole answer (megabytes of node objects in full-node mode), tells whether it is set.
-    if (r.status == 200 && verb == "filter" && !r.body.ends_with(",\"Error\":\"\"}")) outcome = "error";
-    metrics_.observeRequest(verb, outcome, secondsSince(start));
-    if (r.status == 400) logger_.warn("bad request", {{"verb", verb}, {"error", r.body}});
-    *verb_out = verb;
-    return r;
+    VerbAnswer a = verb == "filter" ? filter(body) : verb == "prioritize" ? prioritize(body) : preempt(body);
+    metrics_.observeRequest(verb, outcomeLabel(a.outcome), secondsSince(start));
+    if (a.outcome == Outcome::kBadRequest)
+      logger_.warn("bad request", {{"verb", verb}, {"error", a.response.body}});
+    return std::move(a.response);
   } catch (const std::exception& e) {
     // Last resort: a bug must not take the scheduler's extender down.
     return internalError("http", path, e.what());
   }
 }
 
-HttpResponse ExtenderHandler::filter(const std::string& body) {
+ExtenderHandler::VerbAnswer ExtenderHandler::filter(const std::string& body) {
   Result<ExtenderArgs> args = decodeExtenderArgs(body);
-  if (!args.isOk()) return badRequest(args.status().message());
+  if (!args.isOk()) return {badRequest(args.status().message()), Outcome::kBadRequest};
   const sched::PodGroupInfo pod_group = sched::podGroupFor(args.value().pod, pod_groups_);
   sched::FilterResult result;
   if (args.value().node_cache_mode) {
@@ -198,93 +191,65 @@ HttpResponse ExtenderHandler::filter(const std::string& body) {
     for (const std::string& e : errors) logger_.warn("node facts rejected", {{"error", e}});
   }
   metrics_.countRejections(result.categories);
-  if (logger_.enabled(LogLevel::kDebug)) {
+  if (logger_.enabled(adapters::LogLevel::kDebug)) {
     logger_.debug("filter", {{"pod", args.value().pod.key()},
                              {"candidates", std::to_string(args.value().node_names.size())},
                              {"passed", std::to_string(result.passed.size())},
                              {"failed", std::to_string(result.failed.size())},
                              {"unresolvable", std::to_string(result.unresolvable.size())}});
   }
-  return ok(encodeFilterResult(args.value(), result));
+  return {ok(encodeFilterResult(args.value(), result)), Outcome::kOk};
 }
 
-HttpResponse ExtenderHandler::prioritize(const std::string& body) {
+ExtenderHandler::VerbAnswer ExtenderHandler::prioritize(const std::string& body) {
   Result<ExtenderArgs> args = decodeExtenderArgs(body);
-  if (!args.isOk()) return badRequest(args.status().message());
+  if (!args.isOk()) return {badRequest(args.status().message()), Outcome::kBadRequest};
   // Learn mode only: otherwise the request's node facts are ignored (Scheduler::learnNodes).
   if (!args.value().node_cache_mode) (void)scheduler_.learnNodes(args.value().nodes, nullptr);
-  return ok(encodeHostPriorityList(scheduler_.prioritize(args.value().pod, args.value().node_names)));
+  return {ok(encodeHostPriorityList(scheduler_.prioritize(args.value().pod, args.value().node_names))),
+          Outcome::kOk};
 }
 
-void ExtenderHandler::bind(const std::string& body, Reply reply) {
-  Result<BindingArgs> args = decodeBindingArgs(body);
+void ExtenderHandler::bind(const std::string& body, VerbReply reply) {
+  Result<sched::BindRequest> args = decodeBindingArgs(body);
   if (!args.isOk()) {
-    reply(badRequest(args.status().message()));
+    reply({badRequest(args.status().message()), Outcome::kBadRequest});
     return;
   }
-  const BindingArgs b = args.value();
-  // Runs `answer` on the thread that finishes the bind; an exception there is answered 500.
-  auto guarded = [this, reply](const std::function<void()>& answer) {
+  const sched::BindRequest b = args.value();
+  // Runs on the thread that finishes the bind; an exception there is answered 500.
+  auto answer = [this, b, reply](const Result<model::Allocation>& a) {
     try {
-      answer();
+      const std::string pod = b.pod_namespace + "/" + b.pod_name;
+      if (!a.isOk()) {
+        logger_.warn(binder_ ? "bind failed" : "bind refused",
+                     {{"pod", pod}, {"node", b.node}, {"error", a.status().message()}});
+        reply({ok(encodeBindingResult(a.status().message())), Outcome::kError});
+        return;
+      }
+      std::string gpus;
+      for (int g : a.value().gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+      logger_.info("bound", {{"pod", pod}, {"node", b.node}, {"gpus", gpus}, {"gang", a.value().gang}});
+      metrics_.observePlacement(a.value().topology_quality, a.value().topology_quality >= 1.0 - 1e-9);
+      reply({ok(encodeBindingResult("")), Outcome::kOk});
     } catch (const std::exception& e) {
-      reply(internalError("http", "/bind", e.what()));
+      reply({internalError("http", "/bind", e.what()), Outcome::kError});
     } catch (...) {
-      reply(internalError("http", "/bind", "unknown exception"));
+      reply({internalError("http", "/bind", "unknown exception"), Outcome::kError});
     }
   };
-  auto bound = [this, b, reply](const model::Allocation& a) {
-    std::string gpus;
-    for (int g : a.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
-    logger_.info(
-        "bound",
-        {{"pod", b.pod_namespace + "/" + b.pod_name}, {"node", b.node}, {"gpus", gpus}, {"gang", a.gang}});
-    metrics_.observePlacement(a.topology_quality, a.topology_quality >= 1.0 - 1e-9);
-    reply(ok(encodeBindingResult("")));
-  };
   if (binder_) {
-    binder_->bindAsync(b, [this, b, reply, guarded, bound](Result<model::Allocation> a) {
-      guarded([&] {
-        if (!a.isOk()) {
-          logger_.warn("bind failed", {{"pod", b.pod_namespace + "/" + b.pod_name},
-                                       {"node", b.node},
-                                       {"error", a.status().message()}});
-          reply(ok(encodeBindingResult(a.status().message())));
-          return;
-        }
-        bound(a.value());
-      });
-    });
+    binder_->bindAsync(b, answer);
     return;
   }
-  scheduler_.bind(
-      b.pod_uid, b.pod_namespace, b.pod_name, b.node,
-      [this, b, reply, guarded, bound](Result<model::Allocation> a) {
-        guarded([&] {
-          const std::string pod = b.pod_namespace + "/" + b.pod_name;
-          if (!a.isOk()) {
-            logger_.warn("bind refused", {{"pod", pod}, {"node", b.node}, {"error", a.status().message()}});
-            reply(ok(encodeBindingResult(a.status().message())));
-            return;
-          }
-          if (post_bind_) {
-            if (Status st = post_bind_(b, a.value()); !st.isOk()) {
-              scheduler_.release(b.pod_uid);  // no GPU stays held for a pod that did not bind
-              logger_.warn("bind failed", {{"pod", pod}, {"node", b.node}, {"error", st.message()}});
-              reply(ok(encodeBindingResult(st.message())));
-              return;
-            }
-          }
-          bound(a.value());
-        });
-      });
+  scheduler_.bind(b.pod_uid, b.pod_namespace, b.pod_name, b.node, answer);
 }
 
-HttpResponse ExtenderHandler::preempt(const std::string& body) {
+ExtenderHandler::VerbAnswer ExtenderHandler::preempt(const std::string& body) {
   Result<PreemptionArgs> args = decodePreemptionArgs(body);
-  if (!args.isOk()) return badRequest(args.status().message());
+  if (!args.isOk()) return {badRequest(args.status().message()), Outcome::kBadRequest};
   auto kept = scheduler_.preempt(args.value().pod, args.value().victims);
-  return ok(encodePreemptionResult(kept, args.value().pdb_violations));
+  return {ok(encodePreemptionResult(kept, args.value().pdb_violations)), Outcome::kOk};
 }
 
 void ExtenderHandler::record(const std::string& verb, const std::string& body) {

@@ -24,12 +24,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
+#include "adapters/common/extender_metrics.h"
 #include "adapters/common/internal_errors.h"
-#include "adapters/http/logger.h"
+#include "adapters/common/logger.h"
 #include "adapters/http/wire.h"
-#include "adapters/metrics/metrics.h"
 #include "troupe/common/status.h"
+#include "troupe/sched/pod_binder.h"
 #include "troupe/sched/scheduler.h"
 
 namespace troupe::http {
@@ -49,28 +51,15 @@ struct HandlerOptions {
   adapters::InternalErrors internal_errors;  // where="http" (troupe_internal_errors_total)
 };
 
-// What happens once Troupe has chosen a pod's GPUs at bind: nothing more in standalone mode;
-// with a Kubernetes API, write the troupe.dev/gpus annotation and create the Binding. A
-// failure is returned to kube-scheduler and the GPUs are released.
-using PostBind = std::function<Status(const BindingArgs& args, const model::Allocation& allocation)>;
 using Reply = std::function<void(HttpResponse)>;
 
 // What a listener serves: everything, or only GET /healthz, /readyz and /metrics.
 enum class Endpoints { kAll, kProbesOnly };
 
-// Kubernetes mode: binds through the API server on its own threads (reads the pod, reserves
-// its GPUs through Scheduler::bind, writes troupe.dev/gpus, creates the Binding) and decides
-// itself what stays held when something fails. Answers through `done` exactly once.
-class PodBinder {
- public:
-  virtual ~PodBinder() = default;
-  virtual void bindAsync(const BindingArgs& args, std::function<void(Result<model::Allocation>)> done) = 0;
-};
-
 class ExtenderHandler {
  public:
-  ExtenderHandler(HandlerOptions options, sched::Scheduler& scheduler, metrics::Metrics& metrics,
-                  Logger& logger);
+  ExtenderHandler(HandlerOptions options, sched::Scheduler& scheduler, adapters::ExtenderMetrics& metrics,
+                  adapters::Logger& logger);
 
   // Answers through `reply`, exactly once. Binds of gang members answer only when the whole
   // gang has arrived (or its timeout passed), so the server must not block a thread on them.
@@ -87,9 +76,9 @@ class ExtenderHandler {
   HttpResponse tooLarge(const std::string& path, std::optional<uint64_t> declared);
   // Logs and counts an exception caught at `where` on the request path; the 500 to send.
   HttpResponse internalError(std::string_view where, const std::string& path, const char* what);
-  void setPostBind(PostBind post_bind) { post_bind_ = std::move(post_bind); }
-  // Not owned; it must outlive every bind in flight. When set, it does the whole bind.
-  void setBinder(PodBinder* binder) { binder_ = binder; }
+  // Not owned; it must outlive every bind in flight. When set, it does the whole bind
+  // (Kubernetes mode); otherwise the bind reserves the GPUs with Scheduler::bind (standalone).
+  void setBinder(sched::PodBinder* binder) { binder_ = binder; }
   // Reads the PodGroup a pod's gang is named by, before the pod is filtered (the core never
   // waits on the API). Set before serving; what it calls must outlive every request.
   void setPodGroups(sched::PodGroupLookup lookup) { pod_groups_ = std::move(lookup); }
@@ -100,23 +89,35 @@ class ExtenderHandler {
   const adapters::InternalErrors& internalErrors() const { return options_.internal_errors; }
 
  private:
+  // How a verb's call went (troupe_extender_requests_total{outcome}): decided where its answer is
+  // made, never read back from the encoded body.
+  enum class Outcome { kOk, kError, kBadRequest };
+  static const char* outcomeLabel(Outcome outcome);
+  struct VerbAnswer {
+    HttpResponse response;
+    Outcome outcome;
+  };
+  using VerbReply = std::function<void(VerbAnswer)>;
+  // What route() decided: the answer, or a bind that may go ahead (it answers later).
+  struct BindLater {};
+  using Routed = std::variant<HttpResponse, BindLater>;
+
   void bindAsync(const std::string& body, std::chrono::steady_clock::time_point start, Reply reply);
-  HttpResponse filter(const std::string& body);
-  HttpResponse prioritize(const std::string& body);
-  void bind(const std::string& body, Reply reply);
-  HttpResponse route(const std::string& method, const std::string& path, const std::string& body,
-                     Endpoints endpoints, std::string* verb);
-  HttpResponse preempt(const std::string& body);
+  VerbAnswer filter(const std::string& body);
+  VerbAnswer prioritize(const std::string& body);
+  void bind(const std::string& body, VerbReply reply);
+  Routed route(const std::string& method, const std::string& path, const std::string& body,
+               Endpoints endpoints);
+  VerbAnswer preempt(const std::string& body);
   void record(const std::string& verb, const std::string& body);
 
   HandlerOptions options_;
   sched::Scheduler& scheduler_;
-  metrics::Metrics& metrics_;
-  Logger& logger_;
+  adapters::ExtenderMetrics& metrics_;
+  adapters::Logger& logger_;
   std::atomic<bool> ready_{true};
   std::atomic<uint64_t> record_seq_{0};
-  PostBind post_bind_;
-  PodBinder* binder_ = nullptr;
+  sched::PodBinder* binder_ = nullptr;
   sched::PodGroupLookup pod_groups_;  // unset: PodGroups are not read (no Kubernetes API)
 };
 
@@ -163,7 +164,7 @@ struct ServerOptions {
 
 class ExtenderServer {
  public:
-  ExtenderServer(std::string host, int port, ExtenderHandler& handler, Logger& logger,
+  ExtenderServer(std::string host, int port, ExtenderHandler& handler, adapters::Logger& logger,
                  ServerOptions options = {});
   ~ExtenderServer();
   ExtenderServer(const ExtenderServer&) = delete;

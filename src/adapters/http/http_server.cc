@@ -129,7 +129,7 @@ class SessionBase {
 // shared_ptr: one may outlive the server object for a moment, held by an answer on its way.
 struct Shared {
   ExtenderHandler* handler = nullptr;  // touched only by admitted requests (see RequestDrain)
-  Logger* logger = nullptr;
+  adapters::Logger* logger = nullptr;
   ServerOptions options;
   size_t max_body_bytes = 0;
   std::shared_ptr<RequestDrain> drain = std::make_shared<RequestDrain>();
@@ -547,7 +547,7 @@ struct ExtenderServer::Impl {
   std::string host;
   int port;
   ExtenderHandler& handler;
-  Logger& logger;
+  adapters::Logger& logger;
   ServerOptions options;
   std::shared_ptr<Shared> shared;
   std::unique_ptr<tcp::acceptor> acceptor;
@@ -600,7 +600,7 @@ void ExtenderServer::Impl::startSession(std::shared_ptr<Session<Stream>> session
   session->start(id);
 }
 
-ExtenderServer::ExtenderServer(std::string host, int port, ExtenderHandler& handler, Logger& logger,
+ExtenderServer::ExtenderServer(std::string host, int port, ExtenderHandler& handler, adapters::Logger& logger,
                                ServerOptions options)
     : impl_(std::make_unique<Impl>(Impl{std::move(host),
                                         port,

@@ -61,7 +61,7 @@ Result<std::shared_ptr<ssl::context>> makeServerTlsContext(const TlsFiles& files
   return ctx;
 }
 
-Result<std::unique_ptr<TlsReloader>> TlsReloader::create(TlsFiles files, Logger& logger) {
+Result<std::unique_ptr<TlsReloader>> TlsReloader::create(TlsFiles files, adapters::Logger& logger) {
   auto r = std::make_unique<TlsReloader>(std::move(files), logger);
   r->loaded_ = r->stamps();
   Result<std::shared_ptr<ssl::context>> ctx = makeServerTlsContext(r->files_);

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "adapters/common/logger.h"
 #include "adapters/http/extender_server.h"
-#include "adapters/http/logger.h"
 #include "troupe/common/status.h"
 
 namespace troupe::http {
@@ -26,7 +26,7 @@ Result<std::shared_ptr<boost::asio::ssl::context>> makeServerTlsContext(const Tl
 class TlsReloader {
  public:
   // Fails, naming the file, when the first load fails.
-  static Result<std::unique_ptr<TlsReloader>> create(TlsFiles files, Logger& logger);
+  static Result<std::unique_ptr<TlsReloader>> create(TlsFiles files, adapters::Logger& logger);
 
   // The context for a new connection. At most once per `check_every` it looks at the files'
   // modification times and sizes; when one changed it builds a new context (kept only when
@@ -41,7 +41,7 @@ class TlsReloader {
   }
 
   // Use create(); public for std::make_unique.
-  TlsReloader(TlsFiles files, Logger& logger) : files_(std::move(files)), logger_(logger) {}
+  TlsReloader(TlsFiles files, adapters::Logger& logger) : files_(std::move(files)), logger_(logger) {}
 
  private:
   struct Stamp {
@@ -52,7 +52,7 @@ class TlsReloader {
   std::vector<Stamp> stamps() const;
 
   const TlsFiles files_;
-  Logger& logger_;
+  adapters::Logger& logger_;
   std::chrono::milliseconds check_every_{std::chrono::seconds(1)};
   std::mutex mu_;
   std::shared_ptr<boost::asio::ssl::context> context_;  // guarded by mu_

@@ -9,6 +9,13 @@
 #include "troupe/common/strings.h"
 
 namespace troupe::http {
+
+using adapters::field;
+using adapters::nodeFromJson;
+using adapters::podFromJson;
+using adapters::quantityText;
+using adapters::textOf;
+
 namespace {
 
 Status badRequest(const std::string& what) { return invalidArgument(what); }
@@ -16,51 +23,6 @@ Status badRequest(const std::string& what) { return invalidArgument(what); }
 Status tooDeep() {
   return badRequest("request body nests JSON objects and arrays deeper than " +
                     std::to_string(kMaxJsonDepth) + " levels, the limit (Kubernetes objects need far fewer)");
-}
-
-std::string str(const Json* v) { return v && v->is_string() ? v->get<std::string>() : std::string(); }
-
-// A Kubernetes quantity may arrive as a string ("8") or, from hand-written clients, a number.
-// An unsigned number keeps its value (18446744073709551615 is not "-1").
-std::string quantityText(const Json* v) {
-  if (!v) return {};
-  if (v->is_string()) return v->get<std::string>();
-  if (v->is_number_unsigned()) return std::to_string(v->get<uint64_t>());
-  if (v->is_number_integer()) return std::to_string(v->get<int64_t>());
-  if (v->is_number()) return v->dump();
-  return {};
-}
-
-sched::StringMap stringMap(const Json* v) {
-  sched::StringMap out;
-  if (!v || !v->is_object()) return out;
-  for (auto it = v->begin(); it != v->end(); ++it) {
-    if (it.value().is_string()) out.emplace(it.key(), it.value().get<std::string>());
-  }
-  return out;
-}
-
-Result<sched::ContainerResources> containerFromJson(const Json& c, const std::string& where) {
-  sched::ContainerResources out;
-  if (!c.is_object()) return badRequest(where + " must be an object");
-  if (const Json* res = field(c, "resources"); res && res->is_object()) {
-    for (const char* kind : {"requests", "limits"}) {
-      const Json* m = field(*res, kind);
-      if (!m || m->is_null()) continue;
-      if (!m->is_object()) return badRequest(where + ".resources." + kind + " must be an object");
-      auto& target = std::string(kind) == "requests" ? out.requests : out.limits;
-      for (auto it = m->begin(); it != m->end(); ++it) {
-        std::string q = quantityText(&it.value());
-        if (q.empty()) {
-          return badRequest(where + ".resources." + kind + "[\"" + it.key() +
-                            "\"] must be a quantity string such as \"4\"");
-        }
-        target.emplace(it.key(), q);
-      }
-    }
-  }
-  out.restartable_init = str(field(c, "restartPolicy")) == "Always";
-  return out;
 }
 
 // Builds the same document as Json::parse, faster. nlohmann's own DOM parser inserts each
@@ -226,7 +188,7 @@ void appendReasonsOrNull(std::string& out, const sched::NodeReasons& reasons) {
 // reads a few fields of and hands back unchanged. Neither needs a document: JsonScanner
 // validates the body, the few fields are read as they pass, each node object is kept as its
 // own bytes, and only the Pod goes through the DOM (podFromJson). Every reader below gives
-// what the DOM path (field(), str(), stringMap(), quantityText(), nodeFromJson()) would.
+// what the DOM path (field(), textOf(), stringMap(), quantityText(), nodeFromJson()) would.
 
 // field()'s choice among an object's members, made while streaming: the member named exactly
 // `name` (its last value: a repeated key keeps its first position and last value in the
@@ -253,7 +215,7 @@ class Pick {
 // Each reader consumes exactly one value and returns false only when the body is not valid
 // JSON; a value of an unexpected type is passed over and reads as absent, as in the DOM path.
 
-bool readText(JsonScanner& in, std::string* out) {  // str()
+bool readText(JsonScanner& in, std::string* out) {  // textOf()
   if (in.peek() != '"') return in.skip();
   std::string_view v;
   std::string scratch;
@@ -485,82 +447,6 @@ std::optional<Json> parseValidated(std::string_view text) {
 
 }  // namespace
 
-const Json* field(const Json& object, std::string_view name) {
-  if (!object.is_object()) return nullptr;
-  if (auto it = object.find(name); it != object.end()) return &*it;
-  for (auto it = object.begin(); it != object.end(); ++it) {
-    if (equalsIgnoreCase(it.key(), name)) return &it.value();
-  }
-  return nullptr;
-}
-
-Result<sched::PodFacts> podFromJson(const Json& pod) {
-  sched::PodFacts out;
-  if (!pod.is_object()) return badRequest("Pod must be a v1.Pod object");
-  const Json* meta = field(pod, "metadata");
-  if (!meta || !meta->is_object()) return badRequest("Pod.metadata is missing");
-  out.name = str(field(*meta, "name"));
-  out.ns = str(field(*meta, "namespace"));
-  out.uid = str(field(*meta, "uid"));
-  out.labels = stringMap(field(*meta, "labels"));
-  out.annotations = stringMap(field(*meta, "annotations"));
-  if (out.name.empty()) return badRequest("Pod.metadata.name is missing");
-  if (out.ns.empty()) out.ns = "default";
-  if (const Json* spec = field(pod, "spec"); spec && spec->is_object()) {
-    for (const char* list : {"containers", "initContainers"}) {
-      const Json* cs = field(*spec, list);
-      if (!cs || cs->is_null()) continue;
-      if (!cs->is_array()) return badRequest(std::string("Pod.spec.") + list + " must be an array");
-      for (size_t i = 0; i < cs->size(); ++i) {
-        Result<sched::ContainerResources> c =
-            containerFromJson((*cs)[i], std::string("Pod.spec.") + list + "[" + std::to_string(i) + "]");
-        if (!c.isOk()) return c.status();
-        (std::string(list) == "containers" ? out.containers : out.init_containers).push_back(c.value());
-      }
-    }
-    if (const Json* p = field(*spec, "priority"); p && p->is_number_integer()) {
-      // Kubernetes' priority is an int32; anything that does not fit int64 is refused, not wrapped.
-      if (p->is_number_unsigned() &&
-          p->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        return badRequest("Pod.spec.priority " + p->dump() + " is out of range (a 32-bit integer)");
-      }
-      out.priority = p->get<int64_t>();
-    }
-    out.node_name = str(field(*spec, "nodeName"));
-  }
-  if (const Json* status = field(pod, "status"); status && status->is_object()) {
-    out.phase = str(field(*status, "phase"));
-  }
-  return out;
-}
-
-Result<model::NodeFacts> nodeFromJson(const Json& node) {
-  model::NodeFacts out;
-  if (!node.is_object()) return badRequest("each node must be a v1.Node object");
-  const Json* meta = field(node, "metadata");
-  if (!meta || !meta->is_object()) return badRequest("node without metadata");
-  out.name = str(field(*meta, "name"));
-  if (out.name.empty()) return badRequest("node without metadata.name");
-  out.labels = stringMap(field(*meta, "labels"));
-  out.annotations = stringMap(field(*meta, "annotations"));
-  if (const Json* spec = field(node, "spec"); spec && spec->is_object()) {
-    if (const Json* u = field(*spec, "unschedulable"); u && u->is_boolean())
-      out.unschedulable = u->get<bool>();
-  }
-  if (const Json* status = field(node, "status"); status && status->is_object()) {
-    const Json* alloc = field(*status, "allocatable");
-    const Json* cap = field(*status, "capacity");
-    auto pick = [&](const char* key) {
-      std::string v = alloc ? quantityText(field(*alloc, key)) : std::string();
-      if (v.empty() && cap) v = quantityText(field(*cap, key));
-      return v;
-    };
-    out.allocatable_gpus = pick(model::kGpuResource);
-    // CPU, memory and pods stay with kube-scheduler in the live path; not tracked here.
-  }
-  return out;
-}
-
 Result<ExtenderArgs> decodeExtenderArgs(std::string_view body) {
   if (body.empty()) return badRequest("empty request body; expected a JSON object");
   JsonScanner in(body);
@@ -693,14 +579,14 @@ std::string encodeHostPriorityList(const std::vector<sched::HostScore>& scores) 
   return out;
 }
 
-Result<BindingArgs> decodeBindingArgs(std::string_view body) {
+Result<sched::BindRequest> decodeBindingArgs(std::string_view body) {
   Result<Json> doc = parseBody(body);
   if (!doc.isOk()) return doc.status();
-  BindingArgs b;
-  b.pod_name = str(field(doc.value(), "PodName"));
-  b.pod_namespace = str(field(doc.value(), "PodNamespace"));
-  b.pod_uid = str(field(doc.value(), "PodUID"));
-  b.node = str(field(doc.value(), "Node"));
+  sched::BindRequest b;
+  b.pod_name = textOf(field(doc.value(), "PodName"));
+  b.pod_namespace = textOf(field(doc.value(), "PodNamespace"));
+  b.pod_uid = textOf(field(doc.value(), "PodUID"));
+  b.node = textOf(field(doc.value(), "Node"));
   for (auto [value, name] : {std::pair{&b.pod_name, "PodName"},
                              {&b.pod_namespace, "PodNamespace"},
                              {&b.pod_uid, "PodUID"},
@@ -743,8 +629,8 @@ Result<PreemptionArgs> decodePreemptionArgs(std::string_view body) {
     if (pods && pods->is_array()) {
       for (const Json& p : *pods) {
         std::string uid = args.meta
-                              ? str(field(p, "UID"))
-                              : str(field(p, "metadata") ? field(*field(p, "metadata"), "uid") : nullptr);
+                              ? textOf(field(p, "UID"))
+                              : textOf(field(p, "metadata") ? field(*field(p, "metadata"), "uid") : nullptr);
         if (uid.empty()) return badRequest(where + ": a victim without a UID");
         uids.push_back(uid);
       }

@@ -5,30 +5,24 @@
 #pragma once
 
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "adapters/common/kube_json.h"
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
+#include "troupe/sched/pod_binder.h"
 #include "troupe/sched/pod_request.h"
 #include "troupe/sched/scheduler.h"
 
 namespace troupe::http {
 
-// Insertion-ordered: output keeps Go's struct field order, and node objects we return keep
-// the order they came in, so bodies match kube-scheduler's own bytes.
-using Json = nlohmann::ordered_json;
+// The wire's JSON is the Kubernetes objects' JSON (adapters/common/kube_json.h): Go's field
+// order on output, received order kept.
+using Json = adapters::Json;
 using OrderedJson = Json;
-
-// The member of `object` named `name`: an exact match first, else a case-insensitive one
-// (Go's rule). nullptr when absent or when `object` is not an object.
-const Json* field(const Json& object, std::string_view name);
-
-Result<sched::PodFacts> podFromJson(const Json& pod);
-Result<model::NodeFacts> nodeFromJson(const Json& node);
 
 // ExtenderArgs: the filter and prioritize request.
 struct ExtenderArgs {
@@ -50,13 +44,8 @@ std::string encodeFilterError(const std::string& message);
 // HostPriorityList: a bare array.
 std::string encodeHostPriorityList(const std::vector<sched::HostScore>& scores);
 
-struct BindingArgs {
-  std::string pod_name;
-  std::string pod_namespace;
-  std::string pod_uid;
-  std::string node;
-};
-Result<BindingArgs> decodeBindingArgs(std::string_view body);
+// ExtenderBindingArgs, as the core's bind request.
+Result<sched::BindRequest> decodeBindingArgs(std::string_view body);
 std::string encodeBindingResult(const std::string& error);
 
 struct PreemptionArgs {

@@ -46,7 +46,7 @@ std::string joined(const std::vector<std::string>& names) {
 }  // namespace
 
 Binder::Binder(KubeTransport& api, sched::Scheduler& scheduler, ClusterSync& sync, EventRecorder* events,
-               http::Logger& logger, BinderOptions options)
+               adapters::Logger& logger, BinderOptions options)
     : api_(api), scheduler_(scheduler), sync_(sync), events_(events), logger_(logger), options_(options) {
   sync_.onPodWatched([this](const std::string& uid) { podWatched(uid); });
 }
@@ -112,7 +112,7 @@ void Binder::workerLoop() {
   }
 }
 
-void Binder::bindAsync(const http::BindingArgs& args, Done done) {
+void Binder::bindAsync(const sched::BindRequest& args, Done done) {
   auto job = std::make_shared<Job>();
   job->args = args;
   job->done = std::move(done);
@@ -120,7 +120,7 @@ void Binder::bindAsync(const http::BindingArgs& args, Done done) {
   enqueue([this, job] { begin(job); });
 }
 
-Result<model::Allocation> Binder::bind(const http::BindingArgs& args) {
+Result<model::Allocation> Binder::bind(const sched::BindRequest& args) {
   std::promise<Result<model::Allocation>> promise;
   auto answer = promise.get_future();
   bindAsync(args, [&promise](Result<model::Allocation> r) { promise.set_value(std::move(r)); });
@@ -198,7 +198,7 @@ void Binder::begin(const JobPtr& job) {
 }
 
 bool Binder::watchedUnbound(const JobPtr& job) {
-  const http::BindingArgs& b = job->args;
+  const sched::BindRequest& b = job->args;
   std::optional<ClusterSync::PendingPod> p = sync_.pendingPod(b.pod_uid);
   if (!p || p->ns != b.pod_namespace || p->name != b.pod_name) return false;
   // Another profile's pod takes the reading path, which refuses it with the reason.
@@ -212,7 +212,7 @@ bool Binder::watchedUnbound(const JobPtr& job) {
 }
 
 void Binder::prepare(const JobPtr& job) {
-  const http::BindingArgs& b = job->args;
+  const sched::BindRequest& b = job->args;
   const std::string key = b.pod_namespace + "/" + b.pod_name;
   if (watchedUnbound(job)) {
     reserveUnbound(job);
@@ -278,7 +278,7 @@ void Binder::prepare(const JobPtr& job) {
 }
 
 void Binder::reserveUnbound(const JobPtr& job) {
-  const http::BindingArgs& b = job->args;
+  const sched::BindRequest& b = job->args;
   // Unbound, as read or watched: a reservation it holds on another node is a leftover of an
   // earlier failed attempt; one on this node is reused.
   if (std::optional<model::Allocation> held = scheduler_.allocationOf(b.pod_uid);
@@ -290,7 +290,7 @@ void Binder::reserveUnbound(const JobPtr& job) {
 }
 
 void Binder::reserve(const JobPtr& job) {
-  const http::BindingArgs& b = job->args;
+  const sched::BindRequest& b = job->args;
   scheduler_.bind(b.pod_uid, b.pod_namespace, b.pod_name, b.node, [this, job](Result<model::Allocation> r) {
     // Possibly on another member's thread (a gang's barrier): continue on a worker.
     enqueue([this, job, r]() { commit(job, r); });
@@ -298,7 +298,7 @@ void Binder::reserve(const JobPtr& job) {
 }
 
 void Binder::commit(const JobPtr& job, Result<model::Allocation> reserved) {
-  const http::BindingArgs& b = job->args;
+  const sched::BindRequest& b = job->args;
   const std::string key = b.pod_namespace + "/" + b.pod_name;
   if (!reserved.isOk()) {
     // Nothing was reserved. A pod this Troupe has no filter record of (it restarted since
@@ -342,7 +342,7 @@ void Binder::commit(const JobPtr& job, Result<model::Allocation> reserved) {
 }
 
 void Binder::verify(const JobPtr& job, const model::Allocation& a, const std::string& failure) {
-  const http::BindingArgs& b = job->args;
+  const sched::BindRequest& b = job->args;
   const std::string key = b.pod_namespace + "/" + b.pod_name;
   ApiReply r = getPod(b.pod_namespace, b.pod_name);
   if (r.kind == ApiErrorKind::kNotFound) {

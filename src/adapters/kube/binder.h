@@ -48,12 +48,12 @@
 #include <vector>
 
 #include "adapters/common/internal_errors.h"
-#include "adapters/http/extender_server.h"
-#include "adapters/http/logger.h"
+#include "adapters/common/logger.h"
 #include "adapters/kube/api_client.h"
 #include "adapters/kube/cluster_sync.h"
 #include "adapters/kube/events.h"
 #include "adapters/kube/kube_objects.h"
+#include "troupe/sched/pod_binder.h"
 #include "troupe/sched/scheduler.h"
 
 namespace troupe::kube {
@@ -66,13 +66,13 @@ struct BinderOptions {
   adapters::InternalErrors internal_errors;
 };
 
-class Binder final : public http::PodBinder {
+class Binder final : public sched::PodBinder {
  public:
   using Done = std::function<void(Result<model::Allocation>)>;
 
   // `events` may be null (no Events are posted).
   Binder(KubeTransport& api, sched::Scheduler& scheduler, ClusterSync& sync, EventRecorder* events,
-         http::Logger& logger, BinderOptions options = {});
+         adapters::Logger& logger, BinderOptions options = {});
   ~Binder() override;
   Binder(const Binder&) = delete;
   Binder& operator=(const Binder&) = delete;
@@ -81,9 +81,9 @@ class Binder final : public http::PodBinder {
   // Finishes what is queued, then stops the workers; later work runs on the caller's thread.
   void stop();
 
-  void bindAsync(const http::BindingArgs& args, Done done) override;
+  void bindAsync(const sched::BindRequest& args, Done done) override;
   // The same, waiting for the answer (tests). Without start() it runs on this thread.
-  Result<model::Allocation> bind(const http::BindingArgs& args);
+  Result<model::Allocation> bind(const sched::BindRequest& args);
 
   // Watch liveness: how long a created Binding may go unseen by the pod watch, counted from
   // the Binding or from when the current watch stream was opened, whichever is later.
@@ -101,7 +101,7 @@ class Binder final : public http::PodBinder {
 
  private:
   struct Job {
-    http::BindingArgs args;
+    sched::BindRequest args;
     Done done;
     PodView pod;
     std::chrono::steady_clock::time_point start;
@@ -155,7 +155,7 @@ class Binder final : public http::PodBinder {
   sched::Scheduler& scheduler_;
   ClusterSync& sync_;
   EventRecorder* events_;
-  http::Logger& logger_;
+  adapters::Logger& logger_;
   const BinderOptions options_;
 
   std::mutex queue_mu_;

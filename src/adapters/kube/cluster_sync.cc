@@ -58,7 +58,7 @@ bool sameHolding(const model::Allocation& held, const model::Allocation& want) {
 
 }  // namespace
 
-ClusterSync::ClusterSync(sched::Scheduler& scheduler, http::Logger& logger)
+ClusterSync::ClusterSync(sched::Scheduler& scheduler, adapters::Logger& logger)
     : scheduler_(scheduler), logger_(logger) {}
 
 void ClusterSync::onSynced(std::function<void()> callback) {
@@ -234,50 +234,47 @@ void ClusterSync::forgetPodLocked(const std::string& uid) {
   scheduler_.forgetPod(uid);
 }
 
-void ClusterSync::PodHandler::beginList() {
-  std::lock_guard lock(sync_.mu_);
-  ++sync_.pod_generation_;
+void ClusterSync::beginPodList() {
+  std::lock_guard lock(mu_);
+  ++pod_generation_;
 }
 
-void ClusterSync::PodHandler::listed(const Json& object) { event(WatchEventType::kAdded, object); }
-
-void ClusterSync::PodHandler::endList() {
+void ClusterSync::endPodList() {
   {
-    std::lock_guard lock(sync_.mu_);
+    std::lock_guard lock(mu_);
     std::vector<std::string> gone;
-    for (const auto& [uid, rec] : sync_.pods_) {
-      if (rec.generation != sync_.pod_generation_) gone.push_back(uid);
+    for (const auto& [uid, rec] : pods_) {
+      if (rec.generation != pod_generation_) gone.push_back(uid);
     }
-    for (const std::string& uid : gone) sync_.forgetPodLocked(uid);
-    for (auto it = sync_.pending_.begin(); it != sync_.pending_.end();) {
-      it = it->second.generation != sync_.pod_generation_ ? sync_.pending_.erase(it) : std::next(it);
+    for (const std::string& uid : gone) forgetPodLocked(uid);
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      it = it->second.generation != pod_generation_ ? pending_.erase(it) : std::next(it);
     }
     if (!gone.empty()) {
-      sync_.logger_.info("relist: pods gone while the watch was down",
-                         {{"released", std::to_string(gone.size())}});
+      logger_.info("relist: pods gone while the watch was down", {{"released", std::to_string(gone.size())}});
     }
   }
-  sync_.pods_synced_ = true;
-  sync_.maybeSynced();
+  pods_synced_ = true;
+  maybeSynced();
 }
 
-void ClusterSync::PodHandler::event(WatchEventType type, const Json& object) {
+void ClusterSync::podEvent(WatchEventType type, const Json& object) {
   if (type == WatchEventType::kDeleted) {
     const std::string uid = uidOf(object);
     if (uid.empty()) return;
-    std::lock_guard lock(sync_.mu_);
-    sync_.forgetPodLocked(uid);
-    if (sync_.on_pod_watched_) sync_.on_pod_watched_(uid);
+    std::lock_guard lock(mu_);
+    forgetPodLocked(uid);
+    if (on_pod_watched_) on_pod_watched_(uid);
     return;
   }
   Result<PodView> pod = decodePod(object);
   if (!pod.isOk()) {
-    sync_.logger_.warn("pod skipped", {{"pod", nameOf(object)}, {"error", pod.status().message()}});
+    logger_.warn("pod skipped", {{"pod", nameOf(object)}, {"error", pod.status().message()}});
     return;
   }
-  std::lock_guard lock(sync_.mu_);
-  sync_.applyPodLocked(pod.value());
-  if (pod.value().bound() && sync_.on_pod_watched_) sync_.on_pod_watched_(pod.value().facts.uid);
+  std::lock_guard lock(mu_);
+  applyPodLocked(pod.value());
+  if (pod.value().bound() && on_pod_watched_) on_pod_watched_(pod.value().facts.uid);
 }
 
 // ---- nodes -------------------------------------------------------------------------------
@@ -334,41 +331,39 @@ void ClusterSync::deleteNode(const std::string& name) {
   if (scheduler_.removeNode(name)) unrecordNodeLocked(name);
 }
 
-void ClusterSync::NodeHandler::beginList() {
-  std::lock_guard lock(sync_.mu_);
-  ++sync_.node_generation_;
+void ClusterSync::beginNodeList() {
+  std::lock_guard lock(mu_);
+  ++node_generation_;
 }
 
-void ClusterSync::NodeHandler::listed(const Json& object) { event(WatchEventType::kAdded, object); }
-
-void ClusterSync::NodeHandler::endList() {
+void ClusterSync::endNodeList() {
   {
-    std::lock_guard lock(sync_.mu_);
+    std::lock_guard lock(mu_);
     std::vector<std::string> gone;
-    for (const auto& [name, rec] : sync_.nodes_) {
-      if (rec.generation != sync_.node_generation_) gone.push_back(name);
+    for (const auto& [name, rec] : nodes_) {
+      if (rec.generation != node_generation_) gone.push_back(name);
     }
     for (const std::string& name : gone) {
-      sync_.nodes_.erase(name);
-      if (sync_.scheduler_.removeNode(name)) sync_.unrecordNodeLocked(name);
+      nodes_.erase(name);
+      if (scheduler_.removeNode(name)) unrecordNodeLocked(name);
     }
   }
-  sync_.nodes_synced_ = true;
-  sync_.maybeSynced();
+  nodes_synced_ = true;
+  maybeSynced();
 }
 
-void ClusterSync::NodeHandler::event(WatchEventType type, const Json& object) {
+void ClusterSync::nodeEvent(WatchEventType type, const Json& object) {
   if (type == WatchEventType::kDeleted) {
     const std::string name = nameOf(object);
-    if (!name.empty()) sync_.deleteNode(name);
+    if (!name.empty()) deleteNode(name);
     return;
   }
   Result<model::NodeFacts> facts = decodeNode(object);
   if (!facts.isOk()) {
-    sync_.logger_.warn("node skipped", {{"node", nameOf(object)}, {"error", facts.status().message()}});
+    logger_.warn("node skipped", {{"node", nameOf(object)}, {"error", facts.status().message()}});
     return;
   }
-  sync_.applyNode(facts.value());
+  applyNode(facts.value());
 }
 
 }  // namespace troupe::kube

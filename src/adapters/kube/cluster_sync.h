@@ -37,16 +37,16 @@
 #include <unordered_map>
 #include <vector>
 
-#include "adapters/http/logger.h"
+#include "adapters/common/logger.h"
 #include "adapters/kube/kube_objects.h"
-#include "adapters/kube/watcher.h"
+#include "adapters/kube/watch_handler.h"
 #include "troupe/sched/scheduler.h"
 
 namespace troupe::kube {
 
 class ClusterSync {
  public:
-  ClusterSync(sched::Scheduler& scheduler, http::Logger& logger);
+  ClusterSync(sched::Scheduler& scheduler, adapters::Logger& logger);
   ClusterSync(const ClusterSync&) = delete;
   ClusterSync& operator=(const ClusterSync&) = delete;
 
@@ -106,29 +106,31 @@ class ClusterSync {
     bool valid = false;  // the core accepted its facts
   };
 
-  class NodeHandler final : public WatchHandler {
+  // One resource's watch, fed into this object's methods for that resource (a list is
+  // begun, its objects arrive as added, then it ends).
+  class Feed final : public WatchHandler {
    public:
-    explicit NodeHandler(ClusterSync& sync) : sync_(sync) {}
-    void beginList() override;
-    void listed(const Json& object) override;
-    void endList() override;
-    void event(WatchEventType type, const Json& object) override;
+    using Step = void (ClusterSync::*)();
+    using Event = void (ClusterSync::*)(WatchEventType, const Json&);
+    Feed(ClusterSync& sync, Step begin, Step end, Event on_event)
+        : sync_(sync), begin_(begin), end_(end), event_(on_event) {}
+    void beginList() override { (sync_.*begin_)(); }
+    void listed(const Json& object) override { (sync_.*event_)(WatchEventType::kAdded, object); }
+    void endList() override { (sync_.*end_)(); }
+    void event(WatchEventType type, const Json& object) override { (sync_.*event_)(type, object); }
 
    private:
     ClusterSync& sync_;
-  };
-  class PodHandler final : public WatchHandler {
-   public:
-    explicit PodHandler(ClusterSync& sync) : sync_(sync) {}
-    void beginList() override;
-    void listed(const Json& object) override;
-    void endList() override;
-    void event(WatchEventType type, const Json& object) override;
-
-   private:
-    ClusterSync& sync_;
+    const Step begin_, end_;
+    const Event event_;
   };
 
+  void beginPodList();
+  void endPodList();
+  void podEvent(WatchEventType type, const Json& object);
+  void beginNodeList();
+  void endNodeList();
+  void nodeEvent(WatchEventType type, const Json& object);
   void applyPodLocked(const PodView& pod);
   void forgetPodLocked(const std::string& uid);
   void recordLocked(const std::string& uid, PodRecord& rec);
@@ -137,9 +139,9 @@ class ClusterSync {
   void maybeSynced();
 
   sched::Scheduler& scheduler_;
-  http::Logger& logger_;
-  NodeHandler node_handler_{*this};
-  PodHandler pod_handler_{*this};
+  adapters::Logger& logger_;
+  Feed node_handler_{*this, &ClusterSync::beginNodeList, &ClusterSync::endNodeList, &ClusterSync::nodeEvent};
+  Feed pod_handler_{*this, &ClusterSync::beginPodList, &ClusterSync::endPodList, &ClusterSync::podEvent};
 
   mutable std::mutex mu_;                                              // guards everything below
   std::unordered_map<std::string, PodRecord> pods_;                    // uid -> bound GPU pod

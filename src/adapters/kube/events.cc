@@ -46,7 +46,7 @@ std::string podEventJson(const PodRef& pod, const std::string& type, const std::
   return e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-EventRecorder::EventRecorder(KubeTransport& api, http::Logger& logger, EventOptions options,
+EventRecorder::EventRecorder(KubeTransport& api, adapters::Logger& logger, EventOptions options,
                              std::function<Clock::time_point()> clock)
     : api_(api),
       logger_(logger),

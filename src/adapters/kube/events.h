@@ -18,7 +18,7 @@
 #include <unordered_map>
 
 #include "adapters/common/internal_errors.h"
-#include "adapters/http/logger.h"
+#include "adapters/common/logger.h"
 #include "adapters/kube/api_client.h"
 
 namespace troupe::kube {
@@ -48,7 +48,7 @@ std::string podEventJson(const PodRef& pod, const std::string& type, const std::
 class EventRecorder {
  public:
   using Clock = std::chrono::steady_clock;
-  EventRecorder(KubeTransport& api, http::Logger& logger, EventOptions options,
+  EventRecorder(KubeTransport& api, adapters::Logger& logger, EventOptions options,
                 std::function<Clock::time_point()> clock = {});
   ~EventRecorder();
   EventRecorder(const EventRecorder&) = delete;
@@ -77,7 +77,7 @@ class EventRecorder {
   void loop();
 
   KubeTransport& api_;
-  http::Logger& logger_;
+  adapters::Logger& logger_;
   const EventOptions options_;
   std::function<Clock::time_point()> clock_;
 

@@ -111,7 +111,7 @@ std::string resourceVersionOf(const Json& object) {
 }
 
 Result<PodView> decodePod(const Json& pod) {
-  Result<sched::PodFacts> facts = http::podFromJson(pod);
+  Result<sched::PodFacts> facts = adapters::podFromJson(pod);
   if (!facts.isOk()) return facts.status();
   PodView v;
   v.facts = std::move(facts).value();
@@ -154,7 +154,7 @@ Result<PodView> decodePod(const Json& pod) {
 }
 
 Result<model::NodeFacts> decodeNode(const Json& node) {
-  Result<model::NodeFacts> facts = http::nodeFromJson(node);
+  Result<model::NodeFacts> facts = adapters::nodeFromJson(node);
   if (!facts.isOk()) return facts;
   const Json* status = member(node, "status");
   const Json* alloc = status ? member(*status, "allocatable") : nullptr;

@@ -7,14 +7,14 @@
 #include <string_view>
 #include <vector>
 
-#include "adapters/http/wire.h"
+#include "adapters/common/kube_json.h"
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
 #include "troupe/sched/pod_request.h"
 
 namespace troupe::kube {
 
-using Json = http::Json;
+using Json = adapters::Json;
 
 // Parses one JSON document (an object, a list page, a watch event). Bulky members Troupe
 // never reads (managedFields, volumes, env, probes, status conditions, node images, ...) are
@@ -44,7 +44,7 @@ struct PodView {
 // nvidia.com/gpu request: it may be running, bound by someone else.
 Result<PodView> decodePod(const Json& pod);
 
-// A v1.Node as the core sees it: http::nodeFromJson's GPU facts plus the allocatable CPU,
+// A v1.Node as the core sees it: adapters::nodeFromJson's GPU facts plus the allocatable CPU,
 // memory and pod count, so the placements Troupe makes (and scores by free CPU, as the
 // simulator does) account for the CPU and memory of the pods it binds. kube-scheduler still
 // enforces them for every pod; pods Troupe did not bind count for their GPUs only.

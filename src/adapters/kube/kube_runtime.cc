@@ -13,8 +13,8 @@ KubeOptions withInternalErrors(KubeOptions options) {
 
 }  // namespace
 
-KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, http::Logger& logger,
-                         KubeOptions options, metrics::Metrics* metrics)
+KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, adapters::Logger& logger,
+                         KubeOptions options, adapters::KubeMetrics* metrics)
     : metrics_(metrics),
       metered_(metrics ? std::make_unique<MeteredTransport>(api, *metrics) : nullptr),
       api_(metered_ ? static_cast<KubeTransport&>(*metered_) : api),

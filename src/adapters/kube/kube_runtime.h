@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "adapters/http/logger.h"
+#include "adapters/common/logger.h"
 #include "adapters/kube/api_client.h"
 #include "adapters/kube/binder.h"
 #include "adapters/kube/cluster_sync.h"
@@ -49,8 +49,8 @@ class KubeRuntime {
  public:
   // `api` is shared by everything the runtime starts; it must outlive the runtime, and so must
   // `metrics` when given (API calls, watch and cache health are then reported there).
-  KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, http::Logger& logger, KubeOptions options = {},
-              metrics::Metrics* metrics = nullptr);
+  KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, adapters::Logger& logger,
+              KubeOptions options = {}, adapters::KubeMetrics* metrics = nullptr);
   ~KubeRuntime();
   KubeRuntime(const KubeRuntime&) = delete;
   KubeRuntime& operator=(const KubeRuntime&) = delete;
@@ -61,9 +61,12 @@ class KubeRuntime {
   void stop();
 
   Binder& binder() { return binder_; }
+  // Reads a gang's PodGroup through the runtime's cache (it may wait on the API server), for
+  // the extender's filter to call before the core; valid while the runtime lives.
+  sched::PodGroupLookup podGroupLookup() {
+    return [this](const std::string& ns, const std::string& name) { return pod_groups_.lookup(ns, name); };
+  }
   ClusterSync& sync() { return sync_; }
-  EventRecorder& events() { return events_; }
-  PodGroupCache& podGroups() { return pod_groups_; }
   // The pod watcher, while started.
   Watcher* podWatcher() { return pod_watcher_.get(); }
 
@@ -72,11 +75,11 @@ class KubeRuntime {
   // One round of the housekeeping thread: settle bindings, check the pod watch, cache gauges.
   void housekeeping(std::chrono::steady_clock::time_point& last_stats);
 
-  metrics::Metrics* metrics_;
+  adapters::KubeMetrics* metrics_;
   std::unique_ptr<MeteredTransport> metered_;  // wraps the caller's transport when metrics are on
   KubeTransport& api_;
   sched::Scheduler& scheduler_;
-  http::Logger& logger_;
+  adapters::Logger& logger_;
   const KubeOptions options_;
   std::mt19937_64 seed_rng_;
 

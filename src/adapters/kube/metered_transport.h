@@ -8,15 +8,15 @@
 
 #include <string>
 
+#include "adapters/common/kube_metrics.h"
 #include "adapters/kube/api_client.h"
-#include "adapters/metrics/metrics.h"
 
 namespace troupe::kube {
 
 class MeteredTransport final : public KubeTransport {
  public:
   // Neither is owned; both must outlive this transport.
-  MeteredTransport(KubeTransport& inner, metrics::Metrics& metrics) : inner_(inner), metrics_(metrics) {}
+  MeteredTransport(KubeTransport& inner, adapters::KubeMetrics& metrics) : inner_(inner), metrics_(metrics) {}
 
   ApiReply request(const std::string& method, const std::string& path, const std::string& body = "",
                    const std::string& content_type = "application/json") override;
@@ -27,7 +27,7 @@ class MeteredTransport final : public KubeTransport {
   void count(const std::string& verb, const ApiReply& reply);
 
   KubeTransport& inner_;
-  metrics::Metrics& metrics_;
+  adapters::KubeMetrics& metrics_;
 };
 
 // The verb label of a request: LIST for a GET with a page limit, else the method.

@@ -9,7 +9,7 @@ constexpr const char* kGroupVersion = "/apis/scheduling.x-k8s.io/v1alpha1";
 
 }  // namespace
 
-PodGroupCache::PodGroupCache(KubeTransport& api, http::Logger& logger, PodGroupOptions options,
+PodGroupCache::PodGroupCache(KubeTransport& api, adapters::Logger& logger, PodGroupOptions options,
                              std::function<Clock::time_point()> clock)
     : api_(api), logger_(logger), options_(options), clock_(std::move(clock)) {}
 

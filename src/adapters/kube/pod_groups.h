@@ -16,7 +16,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "adapters/http/logger.h"
+#include "adapters/common/logger.h"
 #include "adapters/kube/api_client.h"
 #include "troupe/sched/gang.h"
 
@@ -32,7 +32,7 @@ struct PodGroupOptions {
 class PodGroupCache {
  public:
   using Clock = std::chrono::steady_clock;
-  PodGroupCache(KubeTransport& api, http::Logger& logger, PodGroupOptions options = {},
+  PodGroupCache(KubeTransport& api, adapters::Logger& logger, PodGroupOptions options = {},
                 std::function<Clock::time_point()> clock = {});
   PodGroupCache(const PodGroupCache&) = delete;
   PodGroupCache& operator=(const PodGroupCache&) = delete;
@@ -56,7 +56,7 @@ class PodGroupCache {
   bool crdInstalled(std::string* why);
 
   KubeTransport& api_;
-  http::Logger& logger_;
+  adapters::Logger& logger_;
   const PodGroupOptions options_;
   std::function<Clock::time_point()> clock_;
 

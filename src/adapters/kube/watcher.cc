@@ -34,8 +34,8 @@ std::chrono::milliseconds Backoff::next() {
 
 void Backoff::reset() { step_ = initial_; }
 
-Watcher::Watcher(KubeTransport& api, WatchConfig config, WatchHandler& handler, http::Logger& logger,
-                 std::function<double()> uniform, metrics::Metrics* metrics,
+Watcher::Watcher(KubeTransport& api, WatchConfig config, WatchHandler& handler, adapters::Logger& logger,
+                 std::function<double()> uniform, adapters::KubeMetrics* metrics,
                  adapters::InternalErrors internal_errors)
     : api_(api),
       config_(std::move(config)),

@@ -30,24 +30,14 @@
 #include <string>
 
 #include "adapters/common/internal_errors.h"
-#include "adapters/http/logger.h"
+#include "adapters/common/kube_metrics.h"
+#include "adapters/common/logger.h"
 #include "adapters/kube/api_client.h"
 #include "adapters/kube/kube_objects.h"
 #include "adapters/kube/stop_signal.h"
-#include "adapters/metrics/metrics.h"
+#include "adapters/kube/watch_handler.h"
 
 namespace troupe::kube {
-
-enum class WatchEventType { kAdded, kModified, kDeleted };
-
-class WatchHandler {
- public:
-  virtual ~WatchHandler() = default;
-  virtual void beginList() = 0;
-  virtual void listed(const Json& object) = 0;
-  virtual void endList() = 0;
-  virtual void event(WatchEventType type, const Json& object) = 0;
-};
 
 class Backoff {
  public:
@@ -87,8 +77,8 @@ struct WatchStats {
 class Watcher {
  public:
   // `metrics` (optional, not owned) must outlive the watcher.
-  Watcher(KubeTransport& api, WatchConfig config, WatchHandler& handler, http::Logger& logger,
-          std::function<double()> uniform, metrics::Metrics* metrics = nullptr,
+  Watcher(KubeTransport& api, WatchConfig config, WatchHandler& handler, adapters::Logger& logger,
+          std::function<double()> uniform, adapters::KubeMetrics* metrics = nullptr,
           adapters::InternalErrors internal_errors = {});
 
   // Lists and watches until `stop` fires.
@@ -126,12 +116,12 @@ class Watcher {
   KubeTransport& api_;
   WatchConfig config_;
   WatchHandler& handler_;
-  http::Logger& logger_;
+  adapters::Logger& logger_;
   std::function<double()> uniform_;
   Backoff backoff_;
   std::string resource_version_;
   WatchStats stats_;
-  metrics::Metrics* metrics_;
+  adapters::KubeMetrics* metrics_;
   adapters::InternalErrors internal_errors_;
 
   mutable std::mutex abort_mu_;  // guards the three below, which relistNow() reaches from other threads

@@ -17,7 +17,7 @@ prometheus::Histogram::BucketBoundaries latencyBuckets() {
 
 }  // namespace
 
-Metrics::Metrics(const std::string& version, PerNodeSeries per_node)
+Metrics::Metrics(const std::string& version, adapters::PerNodeSeries per_node)
     : per_node_(per_node),
       registry_(std::make_shared<prometheus::Registry>()),
       request_duration_(prometheus::BuildHistogram()

@@ -22,55 +22,49 @@
 #include <unordered_map>
 #include <vector>
 
-#include "adapters/metrics/per_node_series.h"
+#include "adapters/common/extender_metrics.h"
+#include "adapters/common/kube_metrics.h"
+#include "adapters/common/per_node_series.h"
 #include "troupe/sched/scheduler.h"
 
 namespace troupe::metrics {
 
-class Metrics {
+// The HTTP handler and the kube adapter see it through their interfaces (adapters/common/
+// extender_metrics.h, kube_metrics.h), which say what each call means.
+class Metrics final : public adapters::ExtenderMetrics, public adapters::KubeMetrics {
  public:
-  explicit Metrics(const std::string& version, PerNodeSeries per_node = {});
+  explicit Metrics(const std::string& version, adapters::PerNodeSeries per_node = {});
 
   // What refreshCluster can use of Scheduler::summary's per-node rows (its max_node_rows).
-  size_t maxNodeRows() const { return per_node_.maxNodeRows(); }
+  size_t maxNodeRows() const override { return per_node_.maxNodeRows(); }
 
-  // One extender call: verb is filter|prioritize|bind|preempt; outcome ok|error|bad_request.
-  void observeRequest(const std::string& verb, const std::string& outcome, double seconds);
-  void countRejections(const std::map<std::string, int>& categories);
-  // A pod placed (reserved) with the topology quality (0..1) of its GPU set.
-  void observePlacement(double topology_quality, bool best_possible);
+  void observeRequest(const std::string& verb, const std::string& outcome, double seconds) override;
+  void countRejections(const std::map<std::string, int>& categories) override;
+  void observePlacement(double topology_quality, bool best_possible) override;
   // Gang admissions (time from first sight to all members bound) and barrier timeouts.
-  void observeGangEvents(const sched::Scheduler::GangEvents& events);
+  void observeGangEvents(const sched::Scheduler::GangEvents& events) override;
   // Snapshot gauges from the scheduler's model; called before each scrape. Per-node series of
   // nodes that left the model, and per-product series of products no node has any more, are
   // removed; so are all per-node series when PerNodeSeries turns them off for the summary's
   // GPU node count (or the summary omitted its node rows).
   // Takes the summary by value to keep its node rows without copying them.
-  void refreshCluster(sched::ClusterSummary summary);
+  void refreshCluster(sched::ClusterSummary summary) override;
 
   // Kubernetes mode: the health of the API watches and caches (resource: nodes | pods).
-  // Creates the series at zero, so dashboards show 0 rather than nothing.
-  void enableKube();
-  // The cache is known current as of now (a list completed, a watch event or bookmark arrived,
-  // a watch ended cleanly).
-  void kubeSynced(const std::string& resource);
-  // A full list again after the first (410 Gone, an expired continue token).
-  void kubeRelist(const std::string& resource);
-  // A watch ended and will be reopened; reason: closed (server timeout) | gone | error.
-  void kubeWatchRestart(const std::string& resource, const std::string& reason);
-  // One API call; verb GET | LIST | WATCH | PATCH | POST ...; code the HTTP status, or what
-  // happened without one (Unreachable, ConnectionLost).
-  void kubeApiCall(const std::string& verb, const std::string& code);
-  // Objects in Troupe's caches (pods: bound pods holding GPUs, the only ones it keeps).
-  void kubeCachedObjects(const std::string& resource, double count);
+  void enableKube() override;
+  void kubeSynced(const std::string& resource) override;
+  void kubeRelist(const std::string& resource) override;
+  void kubeWatchRestart(const std::string& resource, const std::string& reason) override;
+  void kubeApiCall(const std::string& verb, const std::string& code) override;
+  void kubeCachedObjects(const std::string& resource, double count) override;
   // An exception caught at a thread entry or request boundary instead of ending the process;
   // where: watch | binder | events | housekeeping | ticker | http (adapters/common/internal_errors.h).
   void internalError(const std::string& where);
   // The text exposition format (version 0.0.4).
-  std::string serialize();
+  std::string serialize() override;
 
  private:
-  const PerNodeSeries per_node_;
+  const adapters::PerNodeSeries per_node_;
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Histogram>& request_duration_;
   prometheus::Family<prometheus::Counter>& requests_;

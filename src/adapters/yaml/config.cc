@@ -118,13 +118,13 @@ Status parseLimits(const Where& w, const YAML::Node& limits, ServerLimitsConfig*
   return Status::ok();
 }
 
-Status parseMetrics(const Where& w, const YAML::Node& m, metrics::PerNodeSeries* out) {
+Status parseMetrics(const Where& w, const YAML::Node& m, adapters::PerNodeSeries* out) {
   if (Status s = checkKeys(w, m, "metrics", {"perNodeSeries", "perNodeSeriesOffAt"}); !s.isOk()) return s;
   if (m["perNodeSeries"]) {
     Result<std::string> v =
         scalar<std::string>(w, m["perNodeSeries"], "metrics.perNodeSeries", "auto, on or off");
     if (!v.isOk()) return v.status();
-    Result<metrics::PerNodeSeries::Mode> mode = parsePerNodeSeries(v.value());
+    Result<adapters::PerNodeSeries::Mode> mode = parsePerNodeSeries(v.value());
     if (!mode.isOk()) return w.at(m["perNodeSeries"], "metrics.perNodeSeries", mode.status().message());
     out->mode = mode.value();
   }
@@ -395,10 +395,10 @@ std::string formatServeConfig(const ServeConfig& c) {
   return std::string(out.c_str()) + "\n";
 }
 
-Result<metrics::PerNodeSeries::Mode> parsePerNodeSeries(const std::string& value) {
-  if (value == "auto") return metrics::PerNodeSeries::Mode::kAuto;
-  if (value == "on") return metrics::PerNodeSeries::Mode::kOn;
-  if (value == "off") return metrics::PerNodeSeries::Mode::kOff;
+Result<adapters::PerNodeSeries::Mode> parsePerNodeSeries(const std::string& value) {
+  if (value == "auto") return adapters::PerNodeSeries::Mode::kAuto;
+  if (value == "on") return adapters::PerNodeSeries::Mode::kOn;
+  if (value == "off") return adapters::PerNodeSeries::Mode::kOff;
   return invalidArgument("\"" + value +
                          "\" is not a choice: use auto (per-node series below perNodeSeriesOffAt GPU nodes), "
                          "on or off");

@@ -56,7 +56,7 @@
 #include <string>
 #include <vector>
 
-#include "adapters/metrics/per_node_series.h"
+#include "adapters/common/per_node_series.h"
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
 #include "troupe/model/topology_levels.h"
@@ -85,7 +85,7 @@ struct ServeConfig {
   std::chrono::milliseconds gang_timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds gang_max_timeout{std::chrono::minutes(5)};
   size_t max_gangs = 10000;
-  metrics::PerNodeSeries per_node_series;
+  adapters::PerNodeSeries per_node_series;
   std::vector<std::string> scheduler_names = {"troupe-scheduler"};
   // Kubernetes mode: Bindings in flight at once (binder.workers); each worker sends one.
   int bind_workers = 8;
@@ -109,7 +109,7 @@ std::string formatServeConfig(const ServeConfig& config);
 
 // "auto" | "on" | "off" (metrics.perNodeSeries, --per-node-metrics); anything else is an error
 // that says what is accepted.
-Result<metrics::PerNodeSeries::Mode> parsePerNodeSeries(const std::string& value);
+Result<adapters::PerNodeSeries::Mode> parsePerNodeSeries(const std::string& value);
 
 Result<ServeConfig> loadServeConfig(const std::string& path);
 Result<ServeConfig> parseServeConfig(const std::string& text, const std::string& source_name);

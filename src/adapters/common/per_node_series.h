@@ -18,7 +18,7 @@
 #include <cstddef>
 #include <limits>
 
-namespace troupe::metrics {
+namespace troupe::adapters {
 
 struct PerNodeSeries {
   enum class Mode { kAuto, kOn, kOff };
@@ -54,4 +54,4 @@ struct PerNodeSeries {
   }
 };
 
-}  // namespace troupe::metrics
+}  // namespace troupe::adapters

@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-namespace troupe::http {
+namespace troupe::adapters {
 
 enum class LogLevel { kDebug, kInfo, kWarn, kError };
 
@@ -33,4 +33,4 @@ class Logger {
 
 bool parseLogLevel(const std::string& text, LogLevel* level);
 
-}  // namespace troupe::http
+}  // namespace troupe::adapters

@@ -1,10 +1,10 @@
-#include "adapters/http/logger.h"
+#include "adapters/common/logger.h"
 
 #include <chrono>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
-namespace troupe::http {
+namespace troupe::adapters {
 namespace {
 
 std::string timestamp() {
@@ -55,4 +55,4 @@ bool parseLogLevel(const std::string& text, LogLevel* level) {
   return false;
 }
 
-}  // namespace troupe::http
+}  // namespace troupe::adapters
