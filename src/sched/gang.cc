@@ -117,6 +117,17 @@ const std::string* podGroupName(const PodFacts& pod) {
   return lookup(pod, kPodGroupLabel, /*labels_first=*/true);
 }
 
+PodGroupInfo podGroupsUnread() {
+  return PodGroupInfo{std::nullopt, "Troupe does not read PodGroups without the Kubernetes API"};
+}
+
+PodGroupInfo podGroupFor(const PodFacts& pod, const PodGroupLookup& lookup) {
+  const std::string* name = podGroupName(pod);
+  if (!name) return {};
+  if (!lookup) return podGroupsUnread();
+  return lookup(pod.ns, *name);
+}
+
 Result<std::optional<GangSpec>> parseGang(const PodFacts& pod, std::chrono::milliseconds default_timeout,
                                           const PodGroupInfo& pod_group) {
   GangSpec spec;

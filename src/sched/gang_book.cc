@@ -1,14 +1,11 @@
-// The Scheduler's gang bookkeeping: plan a gang whole, hold its GPUs, steer each member to its
-// slot, release all members together at the bind barrier, and give everything back when the
-// barrier times out, nobody claims the plan, or the gang's pods are gone. Holds are ordinary
-// allocations on the nodes (uid "gang-hold/<gang>@<incarnation>#<slot>"), so every other
-// placement sees those GPUs as taken. The lifecycle is written down in docs/gang-lifecycle.md.
+#include "troupe/sched/gang_book.h"
+
 #include <algorithm>
 #include <set>
 #include <string_view>
 #include <unordered_set>
 
-#include "troupe/sched/scheduler.h"
+#include "troupe/sched/placement.h"
 
 namespace troupe::sched {
 namespace {
@@ -60,46 +57,13 @@ constexpr auto kForgetAfter = std::chrono::minutes(10);
 
 }  // namespace
 
-void Scheduler::setGangObserver(GangObserver observer) {
-  std::lock_guard lock(hooks_mu_);
-  gang_observer_ = std::move(observer);
-}
+GangBook::GangBook(ClusterState& cluster, GangBookConfig config)
+    : cluster_(cluster), config_(std::move(config)) {}
 
-void Scheduler::setPodGroupLookup(PodGroupLookup lookup) {
-  std::lock_guard lock(hooks_mu_);
-  pod_group_lookup_ = std::move(lookup);
-}
+Clock::time_point GangBook::now() const { return config_.clock ? config_.clock() : Clock::now(); }
 
-PodGroupInfo Scheduler::podGroupOf(const PodFacts& pod) const {
-  const std::string* name = podGroupName(pod);
-  if (!name) return {};
-  PodGroupLookup lookup;
-  {
-    std::lock_guard lock(hooks_mu_);
-    lookup = pod_group_lookup_;
-  }
-  if (!lookup) return PodGroupInfo{std::nullopt, "Troupe does not read PodGroups without the Kubernetes API"};
-  return lookup(pod.ns, *name);
-}
-
-void Scheduler::notify(const std::vector<GangNotice>& notices) const {
-  if (notices.empty()) return;
-  GangObserver observer;
-  {
-    std::lock_guard lock(hooks_mu_);
-    observer = gang_observer_;
-  }
-  if (!observer) return;
-  for (const GangNotice& n : notices) observer(n);
-}
-
-void Scheduler::deliver(std::vector<GangNotice> notices, std::vector<Completion> completions) const {
-  notify(notices);
-  for (Completion& c : completions) c.first(std::move(c.second));
-}
-
-void Scheduler::noticeLocked(GangNotice::Kind kind, const std::string& uid, const std::string& key,
-                             const std::string& gang, std::string message) {
+void GangBook::notice(GangNotice::Kind kind, const std::string& uid, const std::string& key,
+                      const std::string& gang, std::string message) {
   // Bounded: nobody may be draining them (a stalled observer must not grow memory).
   if (notices_.size() >= 10000) return;
   const size_t slash = key.find('/');
@@ -115,25 +79,37 @@ void Scheduler::noticeLocked(GangNotice::Kind kind, const std::string& uid, cons
   notices_.push_back(std::move(n));
 }
 
-bool Scheduler::aheadOf(const Gang& a, const Gang& b) const {
+std::vector<GangNotice> GangBook::takeNotices() {
+  std::vector<GangNotice> out;
+  out.swap(notices_);
+  return out;
+}
+
+GangEvents GangBook::takeEvents() {
+  GangEvents out = std::move(events_);
+  events_ = GangEvents{};
+  return out;
+}
+
+bool GangBook::aheadOf(const Gang& a, const Gang& b) const {
   if (a.priority != b.priority) return a.priority > b.priority;
   return a.incarnation < b.incarnation;
 }
 
-bool Scheduler::activeLocked(const Gang& g) const {
-  return g.filtered && now() - g.last_seen <= config_.gang_active_window;
+bool GangBook::active(const Gang& g) const {
+  return g.filtered && now() - g.last_seen <= config_.active_window;
 }
 
-std::string Scheduler::drainOwner(const std::string& node) const {
+std::string GangBook::drainOwner(const std::string& node) const {
   auto it = drained_.find(node);
   if (it == drained_.end()) return "";
   auto g = gangs_.find(it->second);
-  // A gang nobody filters lately keeps nothing free (tick() also lifts its drain).
-  if (g == gangs_.end() || !activeLocked(g->second)) return "";
+  // A gang nobody filters lately keeps nothing free (expire() also lifts its drain).
+  if (g == gangs_.end() || !active(g->second)) return "";
   return it->second;
 }
 
-void Scheduler::setDrainLocked(Gang& g, std::vector<std::string> nodes) {
+void GangBook::setDrain(Gang& g, std::vector<std::string> nodes) {
   for (const std::string& n : g.drain_nodes) {
     auto it = drained_.find(n);
     if (it != drained_.end() && it->second == g.spec.key) drained_.erase(it);
@@ -146,23 +122,22 @@ void Scheduler::setDrainLocked(Gang& g, std::vector<std::string> nodes) {
 
 // ---- membership ----------------------------------------------------------------------------
 
-Scheduler::Gang& Scheduler::joinLocked(const std::string& uid, const std::string& key,
-                                       std::vector<Completion>* out) {
+GangBook::Gang& GangBook::join(const std::string& uid, const std::string& key, std::vector<Completion>* out) {
   if (auto mg = member_gang_.find(uid); mg != member_gang_.end() && mg->second != key) {
-    leaveLocked(uid, "pod now belongs to gang " + key, out);  // its gang annotation changed
+    leave(uid, "pod now belongs to gang " + key, out);  // its gang annotation changed
   }
   auto [it, created] = gangs_.try_emplace(key);
   Gang& g = it->second;
   if (created) {
     g.spec.key = key;
-    g.incarnation = ++gang_incarnations_;
+    g.incarnation = ++incarnations_;
     g.first_seen = g.last_seen = now();
   }
   if (!uid.empty() && g.members.try_emplace(uid, false).second) member_gang_[uid] = key;
   return g;
 }
 
-void Scheduler::leaveLocked(const std::string& uid, const std::string& why, std::vector<Completion>* out) {
+void GangBook::leave(const std::string& uid, const std::string& why, std::vector<Completion>* out) {
   auto mg = member_gang_.find(uid);
   if (mg == member_gang_.end()) return;
   auto it = gangs_.find(mg->second);
@@ -185,26 +160,26 @@ void Scheduler::leaveLocked(const std::string& uid, const std::string& why, std:
     if (s.member_uid == uid) s.member_uid.clear();  // the next member takes it
   }
   if (g.members.empty()) {
-    endGangLocked(it, out);
+    endGang(it, out);
   } else if (!g.pending()) {
-    releasePlanLocked(g, "", out);  // nobody left to claim it: a new member is planned afresh
-    setDrainLocked(g, {});
+    releasePlan(g, "", out);  // nobody left to claim it: a new member is planned afresh
+    setDrain(g, {});
   } else {
-    checkPlanLocked(g, out);
+    checkPlan(g, out);
   }
 }
 
-void Scheduler::checkPlanLocked(Gang& g, std::vector<Completion>* out) {
+void GangBook::checkPlan(Gang& g, std::vector<Completion>* out) {
   // A plan is made for the members missing then (minimum - bound). A bound member gone since
   // means the plan would now release fewer than the minimum: plan again instead.
   if (!g.slots.empty() && static_cast<int>(g.slots.size()) < g.spec.min_member - g.bound) {
-    releasePlanLocked(
+    releasePlan(
         g, "gang " + g.spec.key + " lost a bound member; it is planned afresh for the members now missing",
         out);
   }
 }
 
-void Scheduler::setBoundLocked(const std::string& uid, bool bound, std::vector<Completion>* out) {
+void GangBook::setBound(const std::string& uid, bool bound, std::vector<Completion>* out) {
   auto mg = member_gang_.find(uid);
   if (mg == member_gang_.end()) return;
   auto it = gangs_.find(mg->second);
@@ -213,55 +188,61 @@ void Scheduler::setBoundLocked(const std::string& uid, bool bound, std::vector<C
   if (m == it->second.members.end() || m->second == bound) return;
   m->second = bound;
   it->second.bound += bound ? 1 : -1;
-  if (!bound && out) checkPlanLocked(it->second, out);
+  if (!bound && out) checkPlan(it->second, out);
 }
 
-std::map<std::string, Scheduler::Gang>::iterator Scheduler::endGangLocked(
-    std::map<std::string, Gang>::iterator it, std::vector<Completion>* out) {
+void GangBook::memberBound(const std::string& uid, const std::string& gang, std::vector<Completion>* out) {
+  join(uid, gang, out);
+  setBound(uid, true, nullptr);
+}
+
+void GangBook::boundElsewhere(const model::Allocation& allocation, std::vector<Completion>* out) {
+  // A member the API shows bound that this Troupe did not bind (another replica's
+  // kube-scheduler took over, or a binder's outcome was unknown): a plan this Troupe holds
+  // for its gang is stale, and binds parked for it will never be wanted.
+  auto g = gangs_.find(allocation.gang);
+  if (g != gangs_.end() && !g->second.slots.empty()) {
+    releasePlan(g->second,
+                "gang member " + allocation.pod_key + " was bound to node " + allocation.node +
+                    " without this Troupe; the gang's plan here is released",
+                out);
+  }
+}
+
+void GangBook::nodeRemoved(const std::string& name, std::vector<Completion>* out) {
+  // A gang planned onto the vanished node is planned afresh at its next member's filter.
+  for (auto& [key, g] : gangs_) {
+    bool touched =
+        std::any_of(g.slots.begin(), g.slots.end(), [&](const GangSlot& slot) { return slot.node == name; });
+    if (touched) {
+      releasePlan(g, "node " + name + " of gang " + key + "'s plan was removed; the gang is planned afresh",
+                  out);
+    }
+    if (std::find(g.drain_nodes.begin(), g.drain_nodes.end(), name) != g.drain_nodes.end()) {
+      std::vector<std::string> rest = g.drain_nodes;
+      rest.erase(std::remove(rest.begin(), rest.end(), name), rest.end());
+      setDrain(g, std::move(rest));
+    }
+  }
+}
+
+GangBook::GangMap::iterator GangBook::endGang(GangMap::iterator it, std::vector<Completion>* out) {
   Gang& g = it->second;
   for (Waiter& w : g.waiting) {
     out->emplace_back(std::move(w.done),
                       failedPrecondition("gang " + g.spec.key + " ended: none of its pods is left"));
   }
   g.waiting.clear();
-  releasePlanLocked(g, "", out);
-  setDrainLocked(g, {});
+  releasePlan(g, "", out);
+  setDrain(g, {});
   for (const auto& [uid, bound] : g.members) member_gang_.erase(uid);
-  if (g.filtered) noticeLocked(GangNotice::Kind::kEnded, "", "", g.spec.key, "");
+  if (g.filtered) notice(GangNotice::Kind::kEnded, "", "", g.spec.key, "");
   return gangs_.erase(it);
 }
 
-bool Scheduler::deletedPod(const std::string& uid) const { return deleted_.count(uid) > 0; }
+// ---- reading -------------------------------------------------------------------------------
 
-void Scheduler::forgetPod(const std::string& pod_uid) {
-  if (pod_uid.empty()) return;
-  {
-    std::lock_guard lock(pending_mu_);
-    pending_.erase(pod_uid);
-    if (deleted_.insert(pod_uid).second) {
-      deleted_order_.push_back(pod_uid);
-      while (deleted_order_.size() > config_.max_deleted_pods) {
-        deleted_.erase(deleted_order_.front());
-        deleted_order_.pop_front();
-      }
-    }
-  }
-  {
-    std::shared_lock lock(mu_);
-    if (!member_gang_.count(pod_uid)) return;  // most pods are in no gang: no exclusive lock
-  }
-  std::vector<Completion> completions;
-  std::vector<GangNotice> notices;
-  {
-    std::unique_lock lock(mu_);
-    leaveLocked(pod_uid, "pod was deleted while its bind waited at the gang barrier", &completions);
-    notices.swap(notices_);
-  }
-  deliver(std::move(notices), std::move(completions));
-}
-
-std::vector<Scheduler::GangView> Scheduler::gangs() const {
-  std::shared_lock lock(mu_);
+std::vector<GangView> GangBook::views() const {
   std::vector<GangView> out;
   for (const auto& [key, g] : gangs_) {
     GangView v;
@@ -290,10 +271,36 @@ std::vector<Scheduler::GangView> Scheduler::gangs() const {
   return out;
 }
 
+void GangBook::summarize(ClusterSummary::Gangs& s) const {
+  for (const auto& [key, g] : gangs_) {
+    if (!g.filtered) continue;  // dormant: bound pods read from the API, no member filtered yet
+    const bool unbound_members = static_cast<int>(g.members.size()) > g.bound;
+    if (!g.slots.empty()) {
+      ++s.planned;
+    } else if (!g.admitted() && unbound_members) {
+      ++s.waiting;
+    } else {
+      ++s.admitted;  // running, waiting for nothing (also one left short of its minimum)
+    }
+    for (const GangSlot& slot : g.slots) s.held_gpus += static_cast<int>(slot.gpus.size());
+  }
+  for (const auto& [node, owner] : drained_) s.draining_nodes += drainOwner(node) == owner ? 1 : 0;
+}
+
+std::optional<std::string> GangBook::slotNode(const std::string& gang, const std::string& uid) const {
+  auto g = gangs_.find(gang);
+  if (g == gangs_.end() || g->second.slots.empty()) return std::nullopt;
+  std::string slot_node;
+  for (const GangSlot& slot : g->second.slots) {
+    if (slot.member_uid == uid) slot_node = slot.node;
+  }
+  return slot_node;
+}
+
 // ---- planning --------------------------------------------------------------------------------
 
-Scheduler::Gang* Scheduler::gangFor(const PodFacts& pod, const GpuRequest& req, const GangSpec& spec_in,
-                                    std::string* refused, std::vector<Completion>* out) {
+GangBook::Gang* GangBook::gangFor(const PodFacts& pod, const GpuRequest& req, const GangSpec& spec_in,
+                                  std::string* refused, std::vector<Completion>* out) {
   if (!gangs_.count(spec_in.key) && gangs_.size() >= config_.max_gangs) {
     *refused = "troupe: Troupe already tracks " + std::to_string(gangs_.size()) +
                " gangs (its configured maximum); gang " + spec_in.key +
@@ -301,11 +308,11 @@ Scheduler::Gang* Scheduler::gangFor(const PodFacts& pod, const GpuRequest& req, 
     return nullptr;
   }
   GangSpec spec = spec_in;
-  if (spec.timeout > config_.gang_max_timeout) {
-    spec.timeout = config_.gang_max_timeout;
+  if (spec.timeout > config_.max_timeout) {
+    spec.timeout = config_.max_timeout;
     spec.timeout_capped = true;
   }
-  Gang& g = joinLocked(pod.uid, spec.key, out);
+  Gang& g = join(pod.uid, spec.key, out);
   if (!g.filtered) {
     g.filtered = true;
     g.spec = spec;
@@ -317,7 +324,7 @@ Scheduler::Gang* Scheduler::gangFor(const PodFacts& pod, const GpuRequest& req, 
                                g.request.topology_preferred != req.topology_preferred)) {
     // The gang changed shape while waiting: its old plan is worthless, and so are binds
     // parked for it.
-    releasePlanLocked(
+    releasePlan(
         g,
         "gang " + spec.key + " changed its size or request; its plan was released and it is planned afresh",
         out);
@@ -332,21 +339,21 @@ Scheduler::Gang* Scheduler::gangFor(const PodFacts& pod, const GpuRequest& req, 
   return &g;
 }
 
-bool Scheduler::planLocked(Gang& g, const std::vector<std::string>& candidates, std::string* reason,
-                           bool* never, std::vector<Completion>* out) {
+bool GangBook::plan(Gang& g, const std::vector<std::string>& candidates, std::string* reason, bool* never,
+                    std::vector<Completion>* out) {
   std::vector<const model::NodeState*> nodes, with_drained;
   nodes.reserve(candidates.size());
   std::string kept_for;  // a gang that keeps some of the candidates free
   for (const std::string& name : candidates) {
-    auto it = nodes_.find(name);
-    if (it == nodes_.end()) continue;
-    with_drained.push_back(&it->second);
+    const model::NodeState* node = cluster_.find(name);
+    if (!node) continue;
+    with_drained.push_back(node);
     const std::string owner = drainOwner(name);
     if (!owner.empty() && owner != g.spec.key) {
       kept_for = owner;
       continue;  // kept free for another gang
     }
-    nodes.push_back(&it->second);
+    nodes.push_back(node);
   }
   // Members holding their GPUs (bound, e.g. before a restart) count towards the minimum.
   const int need = std::max(0, g.spec.min_member - g.bound);
@@ -371,35 +378,35 @@ bool Scheduler::planLocked(Gang& g, const std::vector<std::string>& candidates, 
     hold.node = plan.slots[i].node;
     hold.gpus = plan.slots[i].gpus;
     hold.milli_per_gpu = g.request.milli_per_gpu;
-    if (Status s = nodes_.at(hold.node).add(hold); !s.isOk()) {
+    if (Status s = cluster_.hold(hold); !s.isOk()) {
       // Cannot happen: the plan was made on these very nodes under this lock.
       g.slots = plan.slots;
       g.slots.resize(i);
-      releasePlanLocked(g, "troupe: internal error holding GPUs for gang " + g.spec.key, out);
+      releasePlan(g, "troupe: internal error holding GPUs for gang " + g.spec.key, out);
       *reason = "troupe: internal error holding GPUs for gang " + g.spec.key + ": " + s.message();
       return false;
     }
   }
   g.slots = std::move(plan.slots);
-  setDrainLocked(g, {});
+  setDrain(g, {});
   return true;
 }
 
-void Scheduler::releasePlanLocked(Gang& g, const std::string& why, std::vector<Completion>* out) {
+void GangBook::releasePlan(Gang& g, const std::string& why, std::vector<Completion>* out) {
   // Binds parked at the barrier wait for slots of this plan: with it gone they fail now
   // (kube-scheduler retries them and the gang is planned afresh), never half-released later.
   for (Waiter& w : g.waiting) out->emplace_back(std::move(w.done), failedPrecondition(why));
   g.waiting.clear();
-  for (size_t i = 0; i < g.slots.size(); ++i) {
-    if (auto it = nodes_.find(g.slots[i].node); it != nodes_.end())
-      it->second.remove(holdUid(g.spec.key, g.incarnation, i));
-  }
+  for (size_t i = 0; i < g.slots.size(); ++i)
+    cluster_.unhold(g.slots[i].node, holdUid(g.spec.key, g.incarnation, i));
   g.slots.clear();
 }
 
-FilterResult Scheduler::filterGangLocked(const PodFacts& pod, const GpuRequest& req, const GangSpec& spec,
-                                         const std::vector<std::string>& node_names,
-                                         std::vector<Completion>* completions) {
+// ---- filter ------------------------------------------------------------------------------------
+
+std::optional<FilterResult> GangBook::filter(const PodFacts& pod, const GpuRequest& req, const GangSpec& spec,
+                                             const std::vector<std::string>& node_names,
+                                             std::vector<Completion>* completions) {
   FilterResult out;
   std::string refused;
   Gang* found = gangFor(pod, req, spec, &refused, completions);
@@ -409,134 +416,34 @@ FilterResult Scheduler::filterGangLocked(const PodFacts& pod, const GpuRequest& 
     return out;
   }
   Gang& g = *found;
-  if (g.admitted()) {
-    // Members beyond the minimum, once the gang runs: best effort, like any pod.
-    return filterSingleLocked(req, node_names, g.spec.key);
-  }
-  auto failAll = [&](const std::string& reason, bool unresolvable, const char* category) {
+  // Members beyond the minimum, once the gang runs: best effort, like any pod.
+  if (g.admitted()) return std::nullopt;
+  auto failAll = [&](const std::string& reason, bool unresolvable) {
     (unresolvable ? out.unresolvable : out.failed).addAll(node_names, reason);
-    out.categories[category] += static_cast<int>(node_names.size());
+    out.categories["gang"] += static_cast<int>(node_names.size());
     g.last_reason = reason;
     return out;
   };
 
   g.candidates = node_names;
   if (g.slots.empty()) {
-    // Waiting gangs take turns: by priority, then arrival. A gang ahead that would fit now on
-    // the nodes it is offered, sharing some with this one, goes first; this one waits with
-    // nothing held, so two gangs never split the cluster. Gangs on other nodes do not block.
-    const std::set<std::string> mine(node_names.begin(), node_names.end());
-    for (auto& [key, other] : gangs_) {
-      if (&other == &g || other.admitted() || !other.pending() || !other.slots.empty() ||
-          !activeLocked(other))
-        continue;
-      if (!aheadOf(other, g)) continue;
-      std::vector<const model::NodeState*> theirs;
-      bool shared = false;
-      for (const std::string& name : other.candidates) {
-        auto it = nodes_.find(name);
-        if (it == nodes_.end()) continue;
-        shared = shared || mine.count(name) > 0;
-        // As planLocked would see them: nodes kept free for a third gang are not theirs.
-        const std::string owner = drainOwner(name);
-        if (owner.empty() || owner == key) theirs.push_back(&it->second);
-      }
-      const int their_need = std::max(0, other.spec.min_member - other.bound);
-      if (shared &&
-          !planGang(theirs, other.request, their_need, key, config_.topology_levels).slots.empty()) {
-        return failAll("troupe: gang " + g.spec.key + " waits its turn behind gang " + key +
-                           " (higher priority or earlier)",
-                       false, "gang");
-      }
+    if (const std::string ahead = turnAhead(g); !ahead.empty()) {
+      return failAll("troupe: gang " + g.spec.key + " waits its turn behind gang " + ahead +
+                         " (higher priority or earlier)",
+                     false);
     }
     std::string reason;
     bool never = false;
-    if (!planLocked(g, node_names, &reason, &never, completions)) {
-      if (!never && now() - g.first_seen > config_.gang_starvation) {
-        // Starved: keep the nodes it needs free of new pods until enough GPUs free up there,
-        // as batch schedulers do with backfill reservations. Only the head of the line drains.
-        bool head = true;
-        for (const auto& [key, other] : gangs_) {
-          if (&other != &g && !other.admitted() && other.pending() && other.slots.empty() &&
-              activeLocked(other) && aheadOf(other, g)) {
-            head = false;
-          }
-        }
-        if (head && g.drain_nodes.empty()) {
-          std::vector<const model::NodeState*> by_free;
-          for (const std::string& name : node_names) {
-            auto it = nodes_.find(name);
-            if (it != nodes_.end() && fitOf(findMisfit(it->second, req)) != Fit::kNever)
-              by_free.push_back(&it->second);
-          }
-          std::sort(by_free.begin(), by_free.end(), [](const model::NodeState* a, const model::NodeState* b) {
-            if (a->wholeFreeCount() != b->wholeFreeCount()) return a->wholeFreeCount() > b->wholeFreeCount();
-            return a->info().name < b->info().name;
-          });
-          const int need = std::max(0, g.spec.min_member - g.bound);
-          std::vector<std::string> drain;
-          int capacity = 0;
-          for (const model::NodeState* n : by_free) {
-            if (capacity >= need) break;
-            const std::string owner = drainOwner(n->info().name);
-            if (!owner.empty() && owner != g.spec.key) continue;
-            drain.push_back(n->info().name);
-            capacity += req.gpus > 0 ? n->gpuCount() / req.gpus : need;
-          }
-          setDrainLocked(g, std::move(drain));
-        }
-      }
-      return failAll(reason, never, "gang");
+    if (!plan(g, node_names, &reason, &never, completions)) {
+      if (!never && now() - g.first_seen > config_.starvation) drainIfStarved(g, req, node_names);
+      return failAll(reason, never);
     }
   }
-  if (g.admitted()) return filterSingleLocked(req, node_names, g.spec.key);
+  if (g.admitted()) return std::nullopt;
 
-  // Steer the member to its slot: the one it already has, else a free slot on a candidate.
-  const std::set<std::string> candidates(node_names.begin(), node_names.end());
-  GangSlot* mine = nullptr;
-  for (GangSlot& slot : g.slots) {
-    if (slot.member_uid == pod.uid) mine = &slot;
-  }
-  const bool parked =
-      std::any_of(g.waiting.begin(), g.waiting.end(), [&](const Waiter& w) { return w.uid == pod.uid; });
-  if (mine && !candidates.count(mine->node)) {
-    if (parked) {
-      // Its bind already waits at the barrier for that node: the slot stays its own.
-      return failAll("troupe: gang member " + pod.key() + " already waits to be bound to node " + mine->node,
-                     false, "gang");
-    }
-    mine->member_uid.clear();  // kube-scheduler no longer offers that node: pick another slot
-    mine = nullptr;
-  }
-  if (!mine) {
-    for (GangSlot& slot : g.slots) {
-      if (slot.member_uid.empty() && candidates.count(slot.node)) {
-        slot.member_uid = pod.uid;
-        mine = &slot;
-        noticeLocked(GangNotice::Kind::kPlanned, pod.uid, pod.key(), g.spec.key,
-                     planMessage(g.spec.key, g.slots, slot, g.spec));
-        break;
-      }
-    }
-  }
-  if (!mine) {
-    bool any_free =
-        std::any_of(g.slots.begin(), g.slots.end(), [](const GangSlot& s) { return s.member_uid.empty(); });
-    if (any_free) {
-      // Its free slots are on nodes this member cannot use: plan again next time.
-      releasePlanLocked(g,
-                        "gang " + g.spec.key +
-                            " is re-planned: a member cannot use the nodes of its plan; "
-                            "kube-scheduler retries this pod",
-                        completions);
-      return failAll(
-          "troupe: gang " + g.spec.key + " was planned on nodes this member cannot use; re-planning", false,
-          "gang");
-    }
-    return failAll("troupe: gang " + g.spec.key + " already has its " + std::to_string(g.slots.size()) +
-                       " missing members planned; extra members are placed once it runs",
-                   false, "gang");
-  }
+  std::string no_slot;
+  const GangSlot* mine = steer(g, pod, node_names, &no_slot, completions);
+  if (!mine) return failAll(no_slot, false);
   // Only its slot's node passes; the others are left out of the answer rather than listed as
   // failed, as narrowing does: kube-scheduler decodes and records every listed node, for each
   // of a large gang's members, and a member with a node left never needs their reasons.
@@ -550,127 +457,206 @@ FilterResult Scheduler::filterGangLocked(const PodFacts& pod, const GpuRequest& 
   return out;
 }
 
-// ---- the bind barrier ----------------------------------------------------------------------
-
-void Scheduler::bind(const std::string& pod_uid, const std::string& pod_ns, const std::string& pod_name,
-                     const std::string& node, BindCallback done) {
-  const std::optional<Pending> pending = pendingOf(pod_uid);
-  if (!pending || pending->gang.empty()) {
-    done(reserve(pod_uid, pod_ns, pod_name, node));
-    return;
-  }
-  const std::string key = pod_ns + "/" + pod_name;
-  std::vector<Completion> completions;
-  std::vector<GangNotice> notices;
-  {
-    std::unique_lock lock(mu_);
-    auto mg = member_gang_.find(pod_uid);
-    auto g_it = mg == member_gang_.end() ? gangs_.end() : gangs_.find(mg->second);
-    if (auto held = pod_node_.find(pod_uid); held != pod_node_.end()) {
-      // A retried bind of a member that was already released through the barrier.
-      auto n = nodes_.find(held->second);
-      if (held->second == node && n != nodes_.end()) {
-        completions.emplace_back(std::move(done), *n->second.find(pod_uid));
-      } else {
-        completions.emplace_back(
-            std::move(done), failedPrecondition("pod " + key + " already holds GPUs on node " + held->second +
-                                                ", not " + node));
-      }
-    } else if (g_it == gangs_.end()) {
-      completions.emplace_back(
-          std::move(done), failedPrecondition("gang member " + key + " belongs to no live gang (its gang " +
-                                              pending->gang + " ended); it will be planned again"));
-    } else if (g_it->second.admitted()) {
-      Result<model::Allocation> a = reserveLocked(pod_uid, key, node, pending->request);
-      if (a.isOk()) {
-        a.value().gang = g_it->first;
-        nodes_.at(node).remove(pod_uid);
-        (void)nodes_.at(node).add(a.value());
-        setBoundLocked(pod_uid, true, nullptr);
-      }
-      completions.emplace_back(std::move(done), std::move(a));
-    } else {
-      Gang& g = g_it->second;
-      GangSlot* slot = nullptr;
-      for (GangSlot& s : g.slots) {
-        if (s.member_uid == pod_uid) slot = &s;
-      }
-      if (!slot) {
-        completions.emplace_back(
-            std::move(done),
-            failedPrecondition("gang member " + key + " has no planned place in gang " + g.spec.key +
-                               " (its plan was released); it will be planned again"));
-      } else if (slot->node != node) {
-        completions.emplace_back(std::move(done),
-                                 failedPrecondition("Troupe planned gang member " + key + " on node " +
-                                                    slot->node + ", not " + node));
-      } else {
-        for (auto w = g.waiting.begin(); w != g.waiting.end();) {
-          if (w->uid == pod_uid) {
-            // A retry replaces the earlier call, which kube-scheduler no longer waits for.
-            completions.emplace_back(
-                std::move(w->done),
-                failedPrecondition("bind of " + key + " was retried; this call is superseded"));
-            w = g.waiting.erase(w);
-          } else {
-            ++w;
-          }
-        }
-        if (g.waiting.empty()) g.barrier_deadline = now() + g.spec.timeout;
-        g.waiting.push_back(Waiter{pod_uid, key, node, std::move(done)});
-        // One pass over each (a set of the waiting uids): a 1,024-member gang otherwise compared
-        // every slot with every waiter on every member's bind, a million string compares a
-        // call under the lock that filter needs too.
-        std::unordered_set<std::string_view> here;
-        here.reserve(g.waiting.size());
-        for (const Waiter& w : g.waiting) here.insert(w.uid);
-        int missing = 0;
-        for (const GangSlot& s : g.slots) missing += here.count(s.member_uid) == 0 ? 1 : 0;
-        if (missing > 0) {
-          noticeLocked(GangNotice::Kind::kWaiting, pod_uid, key, g.spec.key,
-                       "waiting at the bind barrier of gang " + g.spec.key + " for " +
-                           std::to_string(missing) + " more of " + std::to_string(g.slots.size()) +
-                           " members; all are bound together once they arrive, or all fail " +
-                           std::to_string(wholeSeconds(g.barrier_deadline - now())) +
-                           "s from now (troupe.dev/gang-timeout)");
-        } else {
-          // Everyone is here: turn every hold into the member's own allocation, together. The
-          // plan is then spent: the GPUs are the members' own.
-          for (Waiter& w : g.waiting) {
-            for (size_t i = 0; i < g.slots.size(); ++i) {
-              GangSlot& s = g.slots[i];
-              if (s.member_uid != w.uid || s.node != w.node) continue;
-              model::NodeState& n = nodes_.at(s.node);
-              n.remove(holdUid(g.spec.key, g.incarnation, i));
-              model::Allocation a;
-              a.pod_uid = w.uid;
-              a.pod_key = w.key;
-              a.node = s.node;
-              a.gpus = s.gpus;
-              a.milli_per_gpu = g.request.milli_per_gpu;
-              a.gang = g.spec.key;
-              Status st = n.add(a);
-              if (st.isOk()) {
-                pod_node_[w.uid] = s.node;
-                setBoundLocked(w.uid, true, nullptr);
-                completions.emplace_back(std::move(w.done), a);
-              } else {
-                completions.emplace_back(std::move(w.done), st);
-              }
-            }
-          }
-          g.waiting.clear();
-          g.slots.clear();
-          if (g.admitted()) gang_events_.admit_seconds.push_back(seconds(now() - g.first_seen));
-        }
-      }
+std::string GangBook::turnAhead(const Gang& g) const {
+  // Waiting gangs take turns: by priority, then arrival. A gang ahead that would fit now on
+  // the nodes it is offered, sharing some with this one, goes first; this one waits with
+  // nothing held, so two gangs never split the cluster. Gangs on other nodes do not block.
+  const std::set<std::string> mine(g.candidates.begin(), g.candidates.end());
+  for (const auto& [key, other] : gangs_) {
+    if (&other == &g || other.admitted() || !other.pending() || !other.slots.empty() || !active(other))
+      continue;
+    if (!aheadOf(other, g)) continue;
+    std::vector<const model::NodeState*> theirs;
+    bool shared = false;
+    for (const std::string& name : other.candidates) {
+      const model::NodeState* node = cluster_.find(name);
+      if (!node) continue;
+      shared = shared || mine.count(name) > 0;
+      // As plan() would see them: nodes kept free for a third gang are not theirs.
+      const std::string owner = drainOwner(name);
+      if (owner.empty() || owner == key) theirs.push_back(node);
     }
-    notices.swap(notices_);
+    const int their_need = std::max(0, other.spec.min_member - other.bound);
+    if (shared && !planGang(theirs, other.request, their_need, key, config_.topology_levels).slots.empty()) {
+      return key;
+    }
   }
-  deliver(std::move(notices), std::move(completions));
+  return "";
 }
 
-void Scheduler::expireLocked(std::vector<Completion>* out) {
+void GangBook::drainIfStarved(Gang& g, const GpuRequest& req, const std::vector<std::string>& node_names) {
+  // Starved: keep the nodes it needs free of new pods until enough GPUs free up there, as
+  // batch schedulers do with backfill reservations. Only the head of the line drains.
+  for (const auto& [key, other] : gangs_) {
+    if (&other != &g && !other.admitted() && other.pending() && other.slots.empty() && active(other) &&
+        aheadOf(other, g)) {
+      return;
+    }
+  }
+  if (!g.drain_nodes.empty()) return;
+  std::vector<const model::NodeState*> by_free;
+  for (const std::string& name : node_names) {
+    const model::NodeState* node = cluster_.find(name);
+    if (node && fitOf(findMisfit(*node, req)) != Fit::kNever) by_free.push_back(node);
+  }
+  std::sort(by_free.begin(), by_free.end(), [](const model::NodeState* a, const model::NodeState* b) {
+    if (a->wholeFreeCount() != b->wholeFreeCount()) return a->wholeFreeCount() > b->wholeFreeCount();
+    return a->info().name < b->info().name;
+  });
+  const int need = std::max(0, g.spec.min_member - g.bound);
+  std::vector<std::string> drain;
+  int capacity = 0;
+  for (const model::NodeState* n : by_free) {
+    if (capacity >= need) break;
+    const std::string owner = drainOwner(n->info().name);
+    if (!owner.empty() && owner != g.spec.key) continue;
+    drain.push_back(n->info().name);
+    capacity += req.gpus > 0 ? n->gpuCount() / req.gpus : need;
+  }
+  setDrain(g, std::move(drain));
+}
+
+GangSlot* GangBook::steer(Gang& g, const PodFacts& pod, const std::vector<std::string>& node_names,
+                          std::string* refused, std::vector<Completion>* out) {
+  const std::set<std::string> candidates(node_names.begin(), node_names.end());
+  GangSlot* mine = nullptr;
+  for (GangSlot& slot : g.slots) {
+    if (slot.member_uid == pod.uid) mine = &slot;
+  }
+  const bool parked =
+      std::any_of(g.waiting.begin(), g.waiting.end(), [&](const Waiter& w) { return w.uid == pod.uid; });
+  if (mine && !candidates.count(mine->node)) {
+    if (parked) {
+      // Its bind already waits at the barrier for that node: the slot stays its own.
+      *refused = "troupe: gang member " + pod.key() + " already waits to be bound to node " + mine->node;
+      return nullptr;
+    }
+    mine->member_uid.clear();  // kube-scheduler no longer offers that node: pick another slot
+    mine = nullptr;
+  }
+  if (!mine) {
+    for (GangSlot& slot : g.slots) {
+      if (slot.member_uid.empty() && candidates.count(slot.node)) {
+        slot.member_uid = pod.uid;
+        mine = &slot;
+        notice(GangNotice::Kind::kPlanned, pod.uid, pod.key(), g.spec.key,
+               planMessage(g.spec.key, g.slots, slot, g.spec));
+        break;
+      }
+    }
+  }
+  if (mine) return mine;
+  const bool any_free =
+      std::any_of(g.slots.begin(), g.slots.end(), [](const GangSlot& s) { return s.member_uid.empty(); });
+  if (any_free) {
+    // Its free slots are on nodes this member cannot use: plan again next time.
+    releasePlan(
+        g,
+        "gang " + g.spec.key +
+            " is re-planned: a member cannot use the nodes of its plan; kube-scheduler retries this pod",
+        out);
+    *refused = "troupe: gang " + g.spec.key + " was planned on nodes this member cannot use; re-planning";
+    return nullptr;
+  }
+  *refused = "troupe: gang " + g.spec.key + " already has its " + std::to_string(g.slots.size()) +
+             " missing members planned; extra members are placed once it runs";
+  return nullptr;
+}
+
+// ---- the bind barrier ----------------------------------------------------------------------
+
+std::optional<std::string> GangBook::bind(const std::string& uid, const std::string& key,
+                                          const std::string& node, const std::string& pending_gang,
+                                          BindCallback& done, std::vector<Completion>* out) {
+  auto mg = member_gang_.find(uid);
+  auto it = mg == member_gang_.end() ? gangs_.end() : gangs_.find(mg->second);
+  if (it == gangs_.end()) {
+    out->emplace_back(std::move(done),
+                      failedPrecondition("gang member " + key + " belongs to no live gang (its gang " +
+                                         pending_gang + " ended); it will be planned again"));
+    return std::nullopt;
+  }
+  Gang& g = it->second;
+  if (g.admitted()) return it->first;
+  const GangSlot* slot = nullptr;
+  for (const GangSlot& s : g.slots) {
+    if (s.member_uid == uid) slot = &s;
+  }
+  if (!slot) {
+    out->emplace_back(std::move(done),
+                      failedPrecondition("gang member " + key + " has no planned place in gang " +
+                                         g.spec.key + " (its plan was released); it will be planned again"));
+  } else if (slot->node != node) {
+    out->emplace_back(std::move(done), failedPrecondition("Troupe planned gang member " + key + " on node " +
+                                                          slot->node + ", not " + node));
+  } else {
+    park(g, uid, key, node, done, out);
+  }
+  return std::nullopt;
+}
+
+void GangBook::park(Gang& g, const std::string& uid, const std::string& key, const std::string& node,
+                    BindCallback& done, std::vector<Completion>* out) {
+  for (auto w = g.waiting.begin(); w != g.waiting.end();) {
+    if (w->uid == uid) {
+      // A retry replaces the earlier call, which kube-scheduler no longer waits for.
+      out->emplace_back(std::move(w->done),
+                        failedPrecondition("bind of " + key + " was retried; this call is superseded"));
+      w = g.waiting.erase(w);
+    } else {
+      ++w;
+    }
+  }
+  if (g.waiting.empty()) g.barrier_deadline = now() + g.spec.timeout;
+  g.waiting.push_back(Waiter{uid, key, node, std::move(done)});
+  // One pass over each (a set of the waiting uids): a 1,024-member gang otherwise compared
+  // every slot with every waiter on every member's bind, a million string compares a call
+  // under the lock that filter needs too.
+  std::unordered_set<std::string_view> here;
+  here.reserve(g.waiting.size());
+  for (const Waiter& w : g.waiting) here.insert(w.uid);
+  int missing = 0;
+  for (const GangSlot& s : g.slots) missing += here.count(s.member_uid) == 0 ? 1 : 0;
+  if (missing == 0) {
+    releaseBarrier(g, out);
+    return;
+  }
+  notice(
+      GangNotice::Kind::kWaiting, uid, key, g.spec.key,
+      "waiting at the bind barrier of gang " + g.spec.key + " for " + std::to_string(missing) + " more of " +
+          std::to_string(g.slots.size()) + " members; all are bound together once they arrive, or all fail " +
+          std::to_string(wholeSeconds(g.barrier_deadline - now())) + "s from now (troupe.dev/gang-timeout)");
+}
+
+void GangBook::releaseBarrier(Gang& g, std::vector<Completion>* out) {
+  // The plan is then spent: the GPUs are the members' own.
+  for (Waiter& w : g.waiting) {
+    for (size_t i = 0; i < g.slots.size(); ++i) {
+      const GangSlot& s = g.slots[i];
+      if (s.member_uid != w.uid || s.node != w.node) continue;
+      cluster_.unhold(s.node, holdUid(g.spec.key, g.incarnation, i));
+      model::Allocation a;
+      a.pod_uid = w.uid;
+      a.pod_key = w.key;
+      a.node = s.node;
+      a.gpus = s.gpus;
+      a.milli_per_gpu = g.request.milli_per_gpu;
+      a.gang = g.spec.key;
+      Status st = cluster_.record(a);
+      if (st.isOk()) {
+        setBound(w.uid, true, nullptr);
+        out->emplace_back(std::move(w.done), a);
+      } else {
+        out->emplace_back(std::move(w.done), st);
+      }
+    }
+  }
+  g.waiting.clear();
+  g.slots.clear();
+  if (g.admitted()) events_.admit_seconds.push_back(seconds(now() - g.first_seen));
+}
+
+void GangBook::expire(std::vector<Completion>* out) {
   const Clock::time_point t = now();
   for (auto it = gangs_.begin(); it != gangs_.end();) {
     Gang& g = it->second;
@@ -680,43 +666,24 @@ void Scheduler::expireLocked(std::vector<Completion>* out) {
                               std::to_string(wholeSeconds(g.spec.timeout)) +
                               "s (troupe.dev/gang-timeout); all are released and the gang is planned again";
       for (Waiter& w : g.waiting) {
-        noticeLocked(GangNotice::Kind::kTimedOut, w.uid, w.key, g.spec.key, msg);
+        notice(GangNotice::Kind::kTimedOut, w.uid, w.key, g.spec.key, msg);
         out->emplace_back(std::move(w.done), deadlineExceeded(msg));
       }
       g.waiting.clear();
-      releasePlanLocked(g, msg, out);
+      releasePlan(g, msg, out);
       g.last_reason = msg;
-      ++gang_events_.timeouts;
+      ++events_.timeouts;
     } else if (!g.slots.empty() && g.waiting.empty() &&
-               t - g.last_seen > std::max<Clock::duration>(g.spec.timeout, config_.gang_active_window)) {
-      releasePlanLocked(g, "", out);  // planned, then abandoned: never keep GPUs for nobody
+               t - g.last_seen > std::max<Clock::duration>(g.spec.timeout, config_.active_window)) {
+      releasePlan(g, "", out);  // planned, then abandoned: never keep GPUs for nobody
     }
-    if (!g.drain_nodes.empty() && !activeLocked(g)) setDrainLocked(g, {});  // nobody asks any more
+    if (!g.drain_nodes.empty() && !active(g)) setDrain(g, {});  // nobody asks any more
     if (g.bound == 0 && g.waiting.empty() && g.slots.empty() && t - g.last_seen > kForgetAfter) {
-      it = endGangLocked(it, out);
+      it = endGang(it, out);
     } else {
       ++it;
     }
   }
-}
-
-void Scheduler::tick() {
-  std::vector<Completion> completions;
-  std::vector<GangNotice> notices;
-  {
-    std::unique_lock lock(mu_);
-    if (gangs_.empty()) return;
-    expireLocked(&completions);
-    notices.swap(notices_);
-  }
-  deliver(std::move(notices), std::move(completions));
-}
-
-Scheduler::GangEvents Scheduler::drainGangEvents() {
-  std::unique_lock lock(mu_);
-  GangEvents out = std::move(gang_events_);
-  gang_events_ = GangEvents{};
-  return out;
 }
 
 }  // namespace troupe::sched

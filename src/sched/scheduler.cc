@@ -4,7 +4,6 @@
 #include <array>
 #include <bit>
 #include <cmath>
-#include <functional>
 #include <string_view>
 
 #include "troupe/model/topology_levels.h"
@@ -19,39 +18,59 @@ constexpr const char* kUnknownNode =
     "troupe: node unknown to Troupe (no GPU facts yet; check its nvidia.com/gpu labels, or "
     "that Troupe watches the cluster)";
 
-// Every field of the facts in a fixed order, each string's hash and length mixed in, maps
-// preceded by their size. 64 bits: a collision (a changed node taken for unchanged) is not a
-// practical risk.
-uint64_t factsFingerprint(const model::NodeFacts& facts) {
-  uint64_t h = 0x9E3779B97F4A7C15ULL;
-  auto mix = [&h](std::string_view text) {
-    h ^= std::hash<std::string_view>{}(text) + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
-    h ^= text.size() * 0xBF58476D1CE4E5B9ULL;
-    h *= 0x94D049BB133111EBULL;
-  };
-  auto mixMap = [&](const model::StringMap& map) {
-    mix(std::to_string(map.size()));
-    for (const auto& [key, value] : map) {
-      mix(key);
-      mix(value);
-    }
-  };
-  mix(facts.name);
-  mixMap(facts.labels);
-  mixMap(facts.annotations);
-  mix(facts.allocatable_gpus);
-  mix(facts.cpu);
-  mix(facts.memory);
-  mix(facts.pods);
-  mix(facts.unschedulable ? "1" : "0");
-  return h == 0 ? 1 : h;  // 0 means "never built"
+GangBookConfig gangBookConfig(const SchedulerConfig& c) {
+  return {.max_timeout = c.gang_max_timeout,
+          .starvation = c.gang_starvation,
+          .active_window = c.gang_active_window,
+          .max_gangs = c.max_gangs,
+          .topology_levels = c.topology_levels,
+          .clock = c.clock};
 }
 
 }  // namespace
 
-Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {}
+Scheduler::Scheduler(SchedulerConfig config)
+    : config_(std::move(config)),
+      gangs_(cluster_, gangBookConfig(config_)),
+      pending_(config_.max_pending_pods, config_.max_deleted_pods),
+      learner_(config_.learning) {}
 
 Clock::time_point Scheduler::now() const { return config_.clock ? config_.clock() : Clock::now(); }
+
+template <typename Change>
+auto Scheduler::withGangs(Change change) {
+  std::vector<Completion> completions;
+  std::vector<GangNotice> notices;
+  auto result = [&] {
+    std::unique_lock lock(mu_);
+    auto r = change(&completions);
+    notices = gangs_.takeNotices();
+    return r;
+  }();
+  deliver(std::move(notices), std::move(completions));
+  return result;
+}
+
+void Scheduler::setGangObserver(GangObserver observer) {
+  std::lock_guard lock(hooks_mu_);
+  gang_observer_ = std::move(observer);
+}
+
+void Scheduler::deliver(std::vector<GangNotice> notices, std::vector<Completion> completions) const {
+  if (!notices.empty()) {
+    GangObserver observer;
+    {
+      std::lock_guard lock(hooks_mu_);
+      observer = gang_observer_;
+    }
+    if (observer) {
+      for (const GangNotice& n : notices) observer(n);
+    }
+  }
+  for (Completion& c : completions) c.first(std::move(c.second));
+}
+
+// ---- cluster model ---------------------------------------------------------------------------
 
 Status Scheduler::upsertNode(const model::NodeFacts& facts) {
   // In full-node mode kube-scheduler sends every candidate's facts with every request, nearly
@@ -59,162 +78,64 @@ Status Scheduler::upsertNode(const model::NodeFacts& facts) {
   const uint64_t fingerprint = factsFingerprint(facts);
   {
     std::shared_lock lock(mu_);
-    auto it = nodes_.find(facts.name);
-    if (it != nodes_.end() && it->second.factsFingerprint() == fingerprint) return Status::ok();
+    if (cluster_.unchanged(facts.name, fingerprint)) return Status::ok();
   }
   Result<model::NodeInfo> info = model::nodeFromFacts(facts, catalog_);
   if (!info.isOk()) return info.status();
   info.value().topology_domains = model::topologyDomains(facts.labels, config_.topology_levels);
   std::unique_lock lock(mu_);
-  auto it = nodes_.find(facts.name);
-  if (it == nodes_.end()) {
-    it = nodes_.emplace(facts.name, model::NodeState(std::move(info).value())).first;
-    index_.insert(&it->second);
-    if (free_ordinals_.empty()) {
-      it->second.setOrdinal(next_ordinal_++);
-    } else {
-      it->second.setOrdinal(free_ordinals_.back());
-      free_ordinals_.pop_back();
-    }
-    const uint32_t ordinal = it->second.ordinal();
-    if (ordinal_births_.size() <= ordinal) ordinal_births_.resize(ordinal + 1, 0);
-    ordinal_births_[ordinal] = ++births_;
-  } else {
-    it->second.setInfo(std::move(info).value());
-  }
-  it->second.setFactsFingerprint(fingerprint);
+  cluster_.upsert(std::move(info).value(), fingerprint);
   return Status::ok();
 }
 
 bool Scheduler::removeNode(const std::string& name) {
-  std::vector<Completion> completions;
-  std::vector<GangNotice> notices;
-  {
-    std::unique_lock lock(mu_);
-    auto it = nodes_.find(name);
-    if (it == nodes_.end()) return false;
-    for (const auto& [uid, a] : it->second.allocations()) pod_node_.erase(uid);
-    index_.erase(name);
-    score_memo_.forget(it->second.ordinal());
-    free_ordinals_.push_back(it->second.ordinal());
-    nodes_.erase(it);
-    // A gang planned onto the vanished node is planned afresh at its next member's filter.
-    for (auto& [key, g] : gangs_) {
-      bool touched = std::any_of(g.slots.begin(), g.slots.end(),
-                                 [&](const GangSlot& slot) { return slot.node == name; });
-      if (touched) {
-        releasePlanLocked(
-            g, "node " + name + " of gang " + key + "'s plan was removed; the gang is planned afresh",
-            &completions);
-      }
-      if (std::find(g.drain_nodes.begin(), g.drain_nodes.end(), name) != g.drain_nodes.end()) {
-        std::vector<std::string> rest = g.drain_nodes;
-        rest.erase(std::remove(rest.begin(), rest.end(), name), rest.end());
-        setDrainLocked(g, std::move(rest));
-      }
-    }
-    notices.swap(notices_);
-  }
-  deliver(std::move(notices), std::move(completions));
-  return true;
+  return withGangs([&](std::vector<Completion>* out) {
+    const std::optional<uint32_t> ordinal = cluster_.remove(name);
+    if (!ordinal) return false;
+    score_memo_.forget(*ordinal);
+    gangs_.nodeRemoved(name, out);
+    return true;
+  });
 }
 
 size_t Scheduler::nodeCount() const {
   std::shared_lock lock(mu_);
-  return nodes_.size();
+  return cluster_.size();
 }
 
 Status Scheduler::recordAllocation(const model::Allocation& allocation) {
-  bool deleted = false;
-  if (!allocation.gang.empty()) {
-    std::lock_guard lock(pending_mu_);
-    deleted = deletedPod(allocation.pod_uid);
-  }
-  std::vector<Completion> completions;
-  std::vector<GangNotice> notices;
-  Status s = Status::ok();
-  {
-    std::unique_lock lock(mu_);
-    auto node = nodes_.find(allocation.node);
-    if (node == nodes_.end()) return notFound("node " + allocation.node + " is unknown to Troupe");
-    if (auto held = pod_node_.find(allocation.pod_uid); held != pod_node_.end()) {
-      return failedPrecondition("pod " + allocation.pod_key + " already holds GPUs on node " + held->second);
-    }
-    if (!allocation.gang.empty() && !deleted) {
-      // A member the API shows bound that this Troupe did not bind (another replica's
-      // kube-scheduler took over, or a binder's outcome was unknown): a plan this Troupe holds
-      // for its gang is stale, and binds parked for it will never be wanted.
-      auto g = gangs_.find(allocation.gang);
-      if (g != gangs_.end() && !g->second.slots.empty()) {
-        releasePlanLocked(g->second,
-                          "gang member " + allocation.pod_key + " was bound to node " + allocation.node +
-                              " without this Troupe; the gang's plan here is released",
-                          &completions);
-      }
-    }
-    s = node->second.add(allocation);
-    if (s.isOk()) {
-      pod_node_[allocation.pod_uid] = allocation.node;
-      // A bound member (read from the API, e.g. after a restart) counts towards its gang's
-      // minimum; a pod already gone (terminating) holds GPUs but is no member.
-      if (!allocation.gang.empty() && !deleted) {
-        joinLocked(allocation.pod_uid, allocation.gang, &completions);
-        setBoundLocked(allocation.pod_uid, true, nullptr);
-      }
-    }
-    notices.swap(notices_);
-  }
-  deliver(std::move(notices), std::move(completions));
-  return s;
+  // A bound member (read from the API, e.g. after a restart) counts towards its gang's
+  // minimum; a pod already gone (terminating) holds GPUs but is no member.
+  const bool member = !allocation.gang.empty() && !pending_.deleted(allocation.pod_uid);
+  return withGangs([&](std::vector<Completion>* out) {
+    if (Status s = cluster_.checkRecord(allocation); !s.isOk()) return s;
+    if (member) gangs_.boundElsewhere(allocation, out);
+    Status s = cluster_.record(allocation);
+    if (s.isOk() && member) gangs_.memberBound(allocation.pod_uid, allocation.gang, out);
+    return s;
+  });
 }
 
 bool Scheduler::release(const std::string& pod_uid) {
-  std::vector<Completion> completions;
-  std::vector<GangNotice> notices;
-  bool removed = false;
-  {
-    std::unique_lock lock(mu_);
-    auto held = pod_node_.find(pod_uid);
-    if (held == pod_node_.end()) return false;
-    auto node = nodes_.find(held->second);
-    removed = node != nodes_.end() && node->second.remove(pod_uid);
-    pod_node_.erase(held);
+  return withGangs([&](std::vector<Completion>* out) {
+    if (!cluster_.nodeOf(pod_uid)) return false;
+    const bool removed = cluster_.release(pod_uid);
     // A member that gave its GPUs back no longer counts as bound.
-    setBoundLocked(pod_uid, false, &completions);
-    notices.swap(notices_);
-  }
-  deliver(std::move(notices), std::move(completions));
-  return removed;
+    gangs_.setBound(pod_uid, false, out);
+    return removed;
+  });
 }
 
 std::optional<model::Allocation> Scheduler::allocationOf(const std::string& pod_uid) const {
   std::shared_lock lock(mu_);
-  auto held = pod_node_.find(pod_uid);
-  if (held == pod_node_.end()) return std::nullopt;
-  auto node = nodes_.find(held->second);
-  if (node == nodes_.end()) return std::nullopt;
-  const model::Allocation* a = node->second.find(pod_uid);
-  if (!a) return std::nullopt;
-  return *a;
+  return cluster_.allocationOf(pod_uid);
 }
 
-Scheduler::Seen Scheduler::remember(const PodFacts& pod, const GpuRequest& req, const std::string& gang,
-                                    uint64_t* seq) {
-  if (pod.uid.empty()) return Seen::kFirst;
-  std::lock_guard lock(pending_mu_);
-  if (deletedPod(pod.uid)) return Seen::kDeleted;  // kube-scheduler's late call for a deleted pod
-  auto [it, fresh] = pending_.try_emplace(pod.uid);
-  it->second = Pending{req, pod.key(), ++pending_seq_, gang, false, {}, 0};
-  if (seq) *seq = it->second.seq;
-  if (pending_.size() > config_.max_pending_pods) {
-    // Forget the oldest tenth: pods that were filtered long ago and never bound.
-    std::vector<std::pair<uint64_t, std::string>> order;
-    order.reserve(pending_.size());
-    for (const auto& [uid, p] : pending_) order.emplace_back(p.seq, uid);
-    std::sort(order.begin(), order.end());
-    for (size_t i = 0; i < order.size() / 10 + 1; ++i) pending_.erase(order[i].second);
-  }
-  return fresh ? Seen::kFirst : Seen::kAgain;
+// ---- pods between filter and bind ------------------------------------------------------------
+
+Result<GpuRequest> Scheduler::requestOf(const PodFacts& pod, uint64_t fingerprint) const {
+  if (std::optional<GpuRequest> known = pending_.request(pod.uid, fingerprint)) return std::move(*known);
+  return parseGpuRequest(pod, config_.topology_levels);
 }
 
 void Scheduler::recordPassedLocked(const std::string& uid, uint64_t seq,
@@ -224,32 +145,24 @@ void Scheduler::recordPassedLocked(const std::string& uid, uint64_t seq,
   std::vector<uint32_t> ordinals;
   ordinals.reserve(passed.size());
   for (size_t i = 0; i < passed.size(); ++i) {
-    const model::NodeState* node = nodes ? (*nodes)[i] : index_.find(passed[i]);
+    const model::NodeState* node = nodes ? (*nodes)[i] : cluster_.index().find(passed[i]);
     if (node) ordinals.push_back(node->ordinal());
   }
-  NodeOrdinalSet set(std::move(ordinals));
-  std::lock_guard lock(pending_mu_);
-  auto it = pending_.find(uid);
-  if (it == pending_.end() || it->second.seq != seq) return;  // a later filter of the pod won
-  it->second.filtered = true;
-  it->second.passed = std::move(set);
-  it->second.births = births_;
+  pending_.recordPassed(uid, seq, NodeOrdinalSet(std::move(ordinals)), cluster_.births());
 }
 
 Status Scheduler::checkFilteredLocked(const std::string& pod_uid, const std::string& key,
                                       const std::string& node) const {
-  const std::optional<Pending> pending = pendingOf(pod_uid);
+  const std::optional<PendingPod> pending = pending_.find(pod_uid);
   if (!pending || !pending->filtered) {
     return failedPrecondition(
         "Troupe has no record of pod " + key + " (uid " + pod_uid +
         ") passing its filter: it must pass Troupe's filter before it can be bound "
         "(after a restart of Troupe, kube-scheduler filters the pod again and retries)");
   }
-  auto it = nodes_.find(node);
-  if (it == nodes_.end()) return notFound("node " + node + " is unknown to Troupe");
-  const uint32_t ordinal = it->second.ordinal();
-  const bool same_node = ordinal < ordinal_births_.size() && ordinal_births_[ordinal] <= pending->births;
-  if (!same_node || !pending->passed.contains(ordinal)) {
+  const model::NodeState* state = cluster_.find(node);
+  if (!state) return notFound("node " + node + " is unknown to Troupe");
+  if (!cluster_.bornBy(*state, pending->births) || !pending->passed.contains(state->ordinal())) {
     return failedPrecondition("node " + node + " did not pass Troupe's filter for pod " + key +
                               " (its last filter passed " + std::to_string(pending->passed.size()) + " node" +
                               (pending->passed.size() == 1 ? "" : "s") +
@@ -258,53 +171,42 @@ Status Scheduler::checkFilteredLocked(const std::string& pod_uid, const std::str
   return Status::ok();
 }
 
-std::optional<Scheduler::Pending> Scheduler::pendingOf(const std::string& uid) const {
-  std::lock_guard lock(pending_mu_);
-  auto it = pending_.find(uid);
-  if (it == pending_.end()) return std::nullopt;
-  return it->second;
-}
+// ---- filter ----------------------------------------------------------------------------------
 
-FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::string>& node_names) {
+FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::string>& node_names,
+                               const PodGroupInfo& pod_group) {
   FilterResult out;
-  Result<GpuRequest> req = parseGpuRequest(pod, config_.topology_levels);
-  if (!req.isOk()) {
+  auto refuseAll = [&](const std::string& reason) {
     // The pod, not the nodes, is wrong: no node will ever do, and the reason says why.
-    const std::string reason = "troupe: " + req.status().message();
     out.unresolvable.addAll(node_names, reason);
     out.categories["invalid-pod"] = static_cast<int>(node_names.size());
     return out;
-  }
-  Result<std::optional<GangSpec>> gang = parseGang(pod, config_.gang_timeout, podGroupOf(pod));
-  if (!gang.isOk()) {
-    const std::string reason = "troupe: " + gang.status().message();
-    out.unresolvable.addAll(node_names, reason);
-    out.categories["invalid-pod"] = static_cast<int>(node_names.size());
-    return out;
-  }
+  };
+  const uint64_t fingerprint = podFingerprint(pod);
+  Result<GpuRequest> req = requestOf(pod, fingerprint);
+  if (!req.isOk()) return refuseAll("troupe: " + req.status().message());
+  Result<std::optional<GangSpec>> gang = parseGang(pod, config_.gang_timeout, pod_group);
+  if (!gang.isOk()) return refuseAll("troupe: " + gang.status().message());
   // The mix counts each pod once: a pod kube-scheduler retries a hundred times while it waits
   // is still one request.
   uint64_t seq = 0;
   const bool in_gang = gang.value() && req.value().wantsGpus();
-  const Seen seen = remember(pod, req.value(), in_gang ? gang.value()->key : "", &seq);
-  if (seen == Seen::kDeleted) {
-    out.unresolvable.addAll(node_names, "troupe: pod " + pod.key() + " (uid " + pod.uid +
-                                            ") was deleted; Troupe no longer schedules it");
-    out.categories["invalid-pod"] = static_cast<int>(node_names.size());
-    return out;
+  const PendingPods::Seen seen =
+      pending_.remember(pod, req.value(), fingerprint, in_gang ? gang.value()->key : "", &seq);
+  if (seen == PendingPods::Seen::kDeleted) {
+    return refuseAll("troupe: pod " + pod.key() + " (uid " + pod.uid +
+                     ") was deleted; Troupe no longer schedules it");
   }
-  if (seen == Seen::kFirst) mix_window_.record(req.value());
+  if (seen == PendingPods::Seen::kFirst) mix_window_.record(req.value());
   if (in_gang) {
-    std::vector<Completion> completions;
-    std::vector<GangNotice> notices;
-    {
-      std::unique_lock lock(mu_);
-      out = filterGangLocked(pod, req.value(), *gang.value(), node_names, &completions);
-      recordPassedLocked(pod.uid, seq, out.passed);
-      notices.swap(notices_);
-    }
-    deliver(std::move(notices), std::move(completions));
-    return out;
+    return withGangs([&](std::vector<Completion>* completions) {
+      std::optional<FilterResult> answer =
+          gangs_.filter(pod, req.value(), *gang.value(), node_names, completions);
+      // nullopt: an admitted gang's member, filtered like a pod on its own.
+      if (!answer) answer = filterSingleLocked(req.value(), node_names, gang.value()->key);
+      recordPassedLocked(pod.uid, seq, answer->passed);
+      return std::move(*answer);
+    });
   }
   std::shared_lock lock(mu_);
   std::vector<const model::NodeState*> passed_nodes;
@@ -347,7 +249,7 @@ FilterResult Scheduler::filterSingleLocked(const GpuRequest& req, const std::vec
   // Every candidate is looked up first, in a batch whose cache misses overlap (at thousands
   // of nodes the nodes no longer fit in cache), then checked in order.
   std::vector<const model::NodeState*> found(node_names.size(), nullptr);
-  index_.findAll(node_names, found);
+  cluster_.index().findAll(node_names, found);
   out.passed.reserve(node_names.size());
   if (passed_nodes) passed_nodes->reserve(node_names.size());
   // Each distinct misfit is worded once per call (the model misfit once per GPU product), and
@@ -358,7 +260,7 @@ FilterResult Scheduler::filterSingleLocked(const GpuRequest& req, const std::vec
   std::vector<std::pair<std::string_view, NodeReasons::ReasonId>> model_worded;
   std::array<int, kMisfitKinds> misfits{};
   int unknown = 0;
-  const bool draining = !drained_.empty();
+  const bool draining = gangs_.draining();
   for (size_t i = 0; i < node_names.size(); ++i) {
     const std::string& name = node_names[i];
     const model::NodeState* node = found[i];
@@ -368,7 +270,7 @@ FilterResult Scheduler::filterSingleLocked(const GpuRequest& req, const std::vec
       continue;
     }
     if (draining && req.wantsGpus()) {
-      if (std::string owner = drainOwner(name); !owner.empty() && owner != own_gang) {
+      if (std::string owner = gangs_.drainOwner(name); !owner.empty() && owner != own_gang) {
         out.failed.add(name, "troupe: node is kept free for gang " + owner + ", which has waited too long");
         ++out.categories["drain"];
         continue;
@@ -406,70 +308,27 @@ FilterResult Scheduler::filterSingleLocked(const GpuRequest& req, const std::vec
 }
 
 FilterResult Scheduler::filterNodes(const PodFacts& pod, const std::vector<model::NodeFacts>& nodes,
-                                    std::vector<std::string>* learn_errors) {
+                                    std::vector<std::string>* learn_errors, const PodGroupInfo& pod_group) {
   std::vector<std::string> names;
   names.reserve(nodes.size());
   for (const model::NodeFacts& facts : nodes) names.push_back(facts.name);
   const std::vector<std::pair<std::string, std::string>> bad = learnNodes(nodes, learn_errors);
-  FilterResult out = filter(pod, names);
+  FilterResult out = filter(pod, names, pod_group);
   // A node whose facts are broken is reported with what is broken, not as "unknown".
   out.unresolvable.rewordAll(bad);
   return out;
 }
 
+// ---- learn mode ------------------------------------------------------------------------------
+
 std::vector<std::pair<std::string, std::string>> Scheduler::learnNodes(
     const std::vector<model::NodeFacts>& nodes, std::vector<std::string>* learn_errors) {
   std::vector<std::pair<std::string, std::string>> bad;
-  if (!config_.learning.enabled || nodes.empty()) return bad;
-  // Kubernetes names a node with a DNS subdomain: at most 253 characters.
-  constexpr size_t kMaxNodeName = 253;
+  if (!learner_.enabled() || nodes.empty()) return bad;
   const Clock::time_point t = now();
-  bool expire = false;
-  {
-    std::lock_guard lock(learn_mu_);
-    if (t >= next_expiry_) {
-      expire = true;
-      next_expiry_ = t + std::chrono::seconds(1);
-    }
-  }
-  if (expire) expireLearnedNodes();  // first, so that expired nodes make room
-  size_t refused = 0;
-  std::vector<const model::NodeFacts*> accepted;
-  accepted.reserve(nodes.size());
-  {
-    std::lock_guard lock(learn_mu_);
-    for (const model::NodeFacts& facts : nodes) {
-      if (facts.name.empty() || facts.name.size() > kMaxNodeName) {
-        bad.emplace_back(facts.name, "troupe: a node name must have 1 to 253 characters, this one has " +
-                                         std::to_string(facts.name.size()) + "; the node was not learned");
-        continue;
-      }
-      auto it = learned_.find(facts.name);
-      if (it == learned_.end()) {
-        if (learned_.size() >= config_.learning.max_nodes) {
-          ++refused;
-          bad.emplace_back(facts.name,
-                           "troupe: node not learned: Troupe already keeps the most nodes it learns "
-                           "from requests (" +
-                               std::to_string(config_.learning.max_nodes) +
-                               ", learnedNodes.maxNodes); nodes not seen for learnedNodes.ttlSeconds "
-                               "are forgotten");
-          continue;
-        }
-        it = learned_.emplace(facts.name, t).first;
-      }
-      it->second = t;
-      accepted.push_back(&facts);
-    }
-  }
-  if (refused > 0 && learn_errors) {
-    learn_errors->push_back(std::to_string(refused) + " nodes of the request were not learned: " +
-                            std::to_string(config_.learning.max_nodes) +
-                            " learned nodes are kept at most (learnedNodes.maxNodes)");
-  }
-  for (const model::NodeFacts* facts : accepted) {
-    Status s = upsertNode(*facts);
-    if (!s.isOk()) {
+  if (learner_.expiryDue(t)) expireLearnedNodes();  // first, so that expired nodes make room
+  for (const model::NodeFacts* facts : learner_.admit(nodes, t, &bad, learn_errors)) {
+    if (Status s = upsertNode(*facts); !s.isOk()) {
       bad.emplace_back(facts->name, "troupe: " + s.message());
       if (learn_errors) learn_errors->push_back(s.message());
     }
@@ -478,53 +337,37 @@ std::vector<std::pair<std::string, std::string>> Scheduler::learnNodes(
 }
 
 size_t Scheduler::expireLearnedNodes() {
-  if (!config_.learning.enabled) return 0;
-  const Clock::time_point t = now();
-  std::vector<std::string> gone;
-  {
-    std::lock_guard lock(learn_mu_);
-    for (auto it = learned_.begin(); it != learned_.end();) {
-      if (t - it->second >= config_.learning.ttl) {
-        gone.push_back(it->first);
-        it = learned_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
+  const std::vector<std::string> gone = learner_.expire(now());
   for (const std::string& name : gone) removeNode(name);
   return gone.size();
 }
 
-size_t Scheduler::learnedNodeCount() const {
-  std::lock_guard lock(learn_mu_);
-  return learned_.size();
-}
+size_t Scheduler::learnedNodeCount() const { return learner_.size(); }
+
+// ---- prioritize, bind, preempt ---------------------------------------------------------------
 
 std::vector<HostValue> Scheduler::prioritize(const PodFacts& pod,
                                              const std::vector<std::string>& node_names) {
   std::vector<HostValue> out;
   out.reserve(node_names.size());
-  Result<GpuRequest> req = parseGpuRequest(pod, config_.topology_levels);
+  const uint64_t fingerprint = podFingerprint(pod);
+  const std::optional<PendingPod> known = pending_.find(pod.uid);
+  Result<GpuRequest> req = known && known->fingerprint == fingerprint
+                               ? Result<GpuRequest>(known->request)
+                               : parseGpuRequest(pod, config_.topology_levels);
   if (!req.isOk()) {
     for (const std::string& n : node_names) out.push_back({n, -1.0});
     return out;
   }
-  const std::optional<Pending> known = pendingOf(pod.uid);
   if (known && !known->gang.empty()) {
     std::shared_lock lock(mu_);
-    auto g = gangs_.find(known->gang);
-    if (g != gangs_.end() && !g->second.slots.empty()) {
+    if (const std::optional<std::string> slot_node = gangs_.slotNode(known->gang, pod.uid)) {
       // A planned member: its slot's node wins outright, every other node is out.
-      std::string slot_node;
-      for (const GangSlot& slot : g->second.slots) {
-        if (slot.member_uid == pod.uid) slot_node = slot.node;
-      }
-      for (const std::string& n : node_names) out.push_back({n, n == slot_node ? 1.0 : -1.0});
+      for (const std::string& n : node_names) out.push_back({n, n == *slot_node ? 1.0 : -1.0});
       return out;
     }
   }
-  if (!known && remember(pod, req.value()) == Seen::kDeleted) {
+  if (!known && pending_.remember(pod, req.value(), fingerprint) == PendingPods::Seen::kDeleted) {
     for (const std::string& n : node_names) out.push_back({n, -1.0});
     return out;
   }
@@ -533,7 +376,7 @@ std::vector<HostValue> Scheduler::prioritize(const PodFacts& pod,
   std::shared_lock lock(mu_);
   // Lookups first, as in filter(): independent lookups overlap their cache misses.
   std::vector<const model::NodeState*> found(node_names.size(), nullptr);
-  index_.findAll(node_names, found);
+  cluster_.index().findAll(node_names, found);
   for (size_t i = 0; i < node_names.size(); ++i) {
     double v = -1.0;  // unknown or no longer fitting
     if (found[i]) {
@@ -548,16 +391,26 @@ std::vector<HostValue> Scheduler::prioritize(const PodFacts& pod,
   return out;
 }
 
+std::optional<Result<model::Allocation>> Scheduler::heldLocked(const std::string& pod_uid,
+                                                               const std::string& key,
+                                                               const std::string& node) const {
+  const std::string* held = cluster_.nodeOf(pod_uid);
+  if (!held) return std::nullopt;
+  if (*held == node) {
+    if (std::optional<model::Allocation> a = cluster_.allocationOf(pod_uid))
+      return Result<model::Allocation>(*a);
+  }
+  return Result<model::Allocation>(
+      failedPrecondition("pod " + key + " already holds GPUs on node " + *held + ", not " + node));
+}
+
 Result<model::Allocation> Scheduler::reserve(const std::string& pod_uid, const std::string& pod_ns,
                                              const std::string& pod_name, const std::string& node) {
   const std::string key = pod_ns + "/" + pod_name;
-  std::optional<Pending> pending = pendingOf(pod_uid);
+  std::optional<PendingPod> pending = pending_.find(pod_uid);
   std::unique_lock lock(mu_);
-  if (auto held = pod_node_.find(pod_uid); held != pod_node_.end()) {
-    auto it = nodes_.find(held->second);
-    if (held->second == node && it != nodes_.end()) return *it->second.find(pod_uid);  // a retried bind
-    return failedPrecondition("pod " + key + " already holds GPUs on node " + held->second + ", not " + node);
-  }
+  if (std::optional<Result<model::Allocation>> held = heldLocked(pod_uid, key, node))
+    return *held;  // a retried bind
   if (!pending) {
     return failedPrecondition("Troupe has no record of pod " + key + " (uid " + pod_uid +
                               "): it must pass Troupe's filter before it can be bound (after a restart of "
@@ -567,44 +420,101 @@ Result<model::Allocation> Scheduler::reserve(const std::string& pod_uid, const s
 }
 
 Result<model::Allocation> Scheduler::reserveLocked(const std::string& pod_uid, const std::string& key,
-                                                   const std::string& node, const GpuRequest& req) {
-  auto it = nodes_.find(node);
-  if (it == nodes_.end()) return notFound("node " + node + " is unknown to Troupe");
+                                                   const std::string& node, const GpuRequest& req,
+                                                   const std::string& gang) {
+  const model::NodeState* found = cluster_.find(node);
+  if (!found) return notFound("node " + node + " is unknown to Troupe");
+  const model::NodeState& state = *found;
   if (Status s = checkFilteredLocked(pod_uid, key, node); !s.isOk()) return s;
   model::Allocation a;
   a.pod_uid = pod_uid;
   a.pod_key = key;
   a.node = node;
-  a.cpu_milli = it->second.info().cpu_milli > 0 ? req.cpu_milli : 0;
-  a.memory_bytes = it->second.info().memory_bytes > 0 ? req.memory_bytes : 0;
+  a.cpu_milli = state.info().cpu_milli > 0 ? req.cpu_milli : 0;
+  a.memory_bytes = state.info().memory_bytes > 0 ? req.memory_bytes : 0;
   if (req.wantsGpus()) {
-    NodeCheck check = checkNode(it->second, req);
+    NodeCheck check = checkNode(state, req);
     if (check.fit != Fit::kFits) {
       return failedPrecondition("pod " + key + " no longer fits node " + node + ": " + check.reason);
     }
-    std::optional<Placement> p = placeOnNode(it->second, req);
+    std::optional<Placement> p = placeOnNode(state, req);
     if (!p) return failedPrecondition("pod " + key + " no longer fits node " + node);
     if (req.shared()) {
       // The GPU the policy scored the node by (troupe and fgd: the share that fragments the
       // node least), which is also the one the simulator takes.
       const std::shared_ptr<const RequestMix> mix = mix_window_.current();
-      Placement scored =
-          scoreNode(config_.policy, it->second, req, ScoreContext{mix.get(), nullptr}).placement;
+      Placement scored = scoreNode(config_.policy, state, req, ScoreContext{mix.get(), nullptr}).placement;
       if (scored.gpus.size() == 1 && scored.gpus[0] >= 0) p->gpus = scored.gpus;
     }
     a.gpus = p->gpus;
     a.milli_per_gpu = req.milli_per_gpu;
     a.topology_quality = p->topology_quality;
   }
-  if (Status st = it->second.add(a); !st.isOk()) return st;
-  pod_node_[pod_uid] = node;
+  a.gang = gang;
+  if (Status st = cluster_.record(a); !st.isOk()) return st;
   return a;
+}
+
+void Scheduler::bind(const std::string& pod_uid, const std::string& pod_ns, const std::string& pod_name,
+                     const std::string& node, BindCallback done) {
+  const std::optional<PendingPod> pending = pending_.find(pod_uid);
+  if (!pending || pending->gang.empty()) {
+    done(reserve(pod_uid, pod_ns, pod_name, node));
+    return;
+  }
+  const std::string key = pod_ns + "/" + pod_name;
+  withGangs([&](std::vector<Completion>* out) {
+    if (std::optional<Result<model::Allocation>> held = heldLocked(pod_uid, key, node)) {
+      // A retried bind of a member that was already released through the barrier.
+      out->emplace_back(std::move(done), std::move(*held));
+    } else if (std::optional<std::string> admitted =
+                   gangs_.bind(pod_uid, key, node, pending->gang, done, out)) {
+      Result<model::Allocation> a = reserveLocked(pod_uid, key, node, pending->request, *admitted);
+      if (a.isOk()) gangs_.setBound(pod_uid, true, nullptr);
+      out->emplace_back(std::move(done), std::move(a));
+    }
+    return true;
+  });
+}
+
+void Scheduler::tick() {
+  {
+    std::shared_lock lock(mu_);
+    if (gangs_.empty()) return;
+  }
+  withGangs([&](std::vector<Completion>* out) {
+    gangs_.expire(out);
+    return true;
+  });
+}
+
+void Scheduler::forgetPod(const std::string& pod_uid) {
+  if (pod_uid.empty()) return;
+  pending_.forget(pod_uid);
+  {
+    std::shared_lock lock(mu_);
+    if (!gangs_.isMember(pod_uid)) return;  // most pods are in no gang: no exclusive lock
+  }
+  withGangs([&](std::vector<Completion>* out) {
+    gangs_.leave(pod_uid, "pod was deleted while its bind waited at the gang barrier", out);
+    return true;
+  });
+}
+
+std::vector<Scheduler::GangView> Scheduler::gangs() const {
+  std::shared_lock lock(mu_);
+  return gangs_.views();
+}
+
+Scheduler::GangEvents Scheduler::drainGangEvents() {
+  std::unique_lock lock(mu_);
+  return gangs_.takeEvents();
 }
 
 std::map<std::string, std::vector<std::string>> Scheduler::preempt(
     const PodFacts& pod, const std::map<std::string, std::vector<std::string>>& victims) {
   std::map<std::string, std::vector<std::string>> out;
-  Result<GpuRequest> req = parseGpuRequest(pod, config_.topology_levels);
+  Result<GpuRequest> req = requestOf(pod, podFingerprint(pod));
   if (!req.isOk()) return out;  // an invalid pod fits nowhere: veto every candidate
   // Gangs are placed whole from free capacity; evicting pods for one member would only
   // strand GPUs, so Troupe vetoes preemption for gang members.
@@ -612,13 +522,13 @@ std::map<std::string, std::vector<std::string>> Scheduler::preempt(
   if (!gang.isOk() || gang.value()) return out;
   std::shared_lock lock(mu_);
   for (const auto& [name, uids] : victims) {
-    auto it = nodes_.find(name);
-    if (it == nodes_.end() || uids.empty()) continue;
+    const model::NodeState* node = cluster_.find(name);
+    if (!node || uids.empty()) continue;
     if (!req.value().wantsGpus()) {
       out[name] = uids;
       continue;
     }
-    model::NodeState trial = it->second;  // a copy: evict the victims there, then check
+    model::NodeState trial = *node;  // a copy: evict the victims there, then check
     for (const std::string& uid : uids) trial.remove(uid);
     if (findMisfit(trial, req.value()) == Misfit::kNone) out[name] = uids;
   }
@@ -627,57 +537,13 @@ std::map<std::string, std::vector<std::string>> Scheduler::preempt(
 
 ClusterSummary Scheduler::summary(size_t max_node_rows) const {
   ClusterSummary s;
-  {
-    std::lock_guard lock(pending_mu_);
-    s.pending = static_cast<int>(pending_.size());
-  }
+  s.pending = static_cast<int>(pending_.size());
   const ScoreMemo::Stats memo = score_memo_.stats();
   s.scores_remembered = memo.hits;
   s.scores_computed = memo.misses;
   std::shared_lock lock(mu_);
-  std::map<std::string, ClusterSummary::Row> rows;
-  for (const auto& [name, node] : nodes_) {
-    if (node.gpuCount() == 0) continue;
-    const std::string product = node.info().gpu_product.empty() ? "unknown" : node.info().gpu_product;
-    ClusterSummary::Row& r = rows[product];
-    r.product = product;
-    ++r.nodes;
-    r.gpus += node.gpuCount();
-    r.used_milli += node.usedMilliTotal();
-    r.shared_gpus += node.sharedGpuCount();
-    int free = node.wholeFreeCount();
-    r.whole_free += free;
-    if (free >= 8) ++r.nodes_with_free_8;
-    if (!s.node_rows_omitted && s.by_node.size() == max_node_rows) {
-      s.node_rows_omitted = true;
-      s.by_node = {};  // frees what was built; no rows from here on
-    }
-    if (!s.node_rows_omitted) {
-      s.by_node.push_back({name, product, node.gpuCount(), node.usedMilliTotal(), node.sharedGpuCount()});
-    }
-    s.pods += node.podCount();
-    // Free GPUs stranded below the node's largest power-of-two request size.
-    int largest = 1;
-    while (largest * 2 <= std::min(8, node.gpuCount())) largest *= 2;
-    s.fragmented_gpus += free % largest;
-  }
-  for (auto& [p, r] : rows) s.by_product.push_back(r);
-  std::sort(
-      s.by_node.begin(), s.by_node.end(),
-      [](const ClusterSummary::NodeRow& a, const ClusterSummary::NodeRow& b) { return a.node < b.node; });
-  for (const auto& [key, g] : gangs_) {
-    if (!g.filtered) continue;  // dormant: bound pods read from the API, no member filtered yet
-    const bool unbound_members = static_cast<int>(g.members.size()) > g.bound;
-    if (!g.slots.empty()) {
-      ++s.gangs.planned;
-    } else if (!g.admitted() && unbound_members) {
-      ++s.gangs.waiting;
-    } else {
-      ++s.gangs.admitted;  // running, waiting for nothing (also one left short of its minimum)
-    }
-    for (const GangSlot& slot : g.slots) s.gangs.held_gpus += static_cast<int>(slot.gpus.size());
-  }
-  for (const auto& [node, owner] : drained_) s.gangs.draining_nodes += drainOwner(node) == owner ? 1 : 0;
+  cluster_.summarize(s, max_node_rows);
+  gangs_.summarize(s.gangs);
   return s;
 }
 

@@ -475,24 +475,26 @@ TEST_CASE("gang: a PodGroup label takes the minimum from the lookup hook", "[gan
   addNodes(s, 2);
   const auto names = nodeNames(2);
   int lookups = 0;
-  s.setPodGroupLookup([&](const std::string& ns, const std::string& name) {
+  // The adapter reads the PodGroup before filter (ExtenderHandler::setPodGroups).
+  const PodGroupLookup lookup = [&](const std::string& ns, const std::string& name) {
     ++lookups;
     CHECK(ns == "default");
     return name == "pg" ? PodGroupInfo{3, ""}
                         : PodGroupInfo{std::nullopt, "PodGroup default/" + name + " does not exist"};
-  });
+  };
+  auto filter = [&](const PodFacts& pod) { return s.filter(pod, names, podGroupFor(pod, lookup)); };
   PodFacts p = gpuPod("m0", 4);
   p.labels[kPodGroupLabel] = "pg";
-  REQUIRE(s.filter(p, names).passed.size() == 1);
+  REQUIRE(filter(p).passed.size() == 1);
   CHECK(s.summary().gangs.held_gpus == 12);  // 3 members of 4 GPUs
   PodFacts other = gpuPod("x0", 4);
   other.labels[kPodGroupLabel] = "missing";
-  FilterResult r = s.filter(other, names);
+  FilterResult r = filter(other);
   REQUIRE(r.unresolvable.size() == 2);
   CHECK_THAT(r.unresolvable.begin()->second, Catch::Contains("PodGroup default/missing does not exist"));
   CHECK(lookups == 2);
-  CHECK(s.filter(gpuPod("solo", 1), names).passed.size() == 1);  // n0 is held whole for the gang
-  CHECK(lookups == 2);                                           // pods without the label never ask
+  CHECK(filter(gpuPod("solo", 1)).passed.size() == 1);  // n0 is held whole for the gang
+  CHECK(lookups == 2);                                  // pods without the label never ask
 }
 
 TEST_CASE("gang: a gang ahead blocks only gangs that share its nodes, and leaves when its pods are gone",

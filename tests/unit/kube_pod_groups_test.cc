@@ -6,8 +6,10 @@
 #include <sstream>
 
 #include "adapters/common/logger.h"
+#include "adapters/http/extender_server.h"
 #include "adapters/kube/cluster_sync.h"
 #include "adapters/kube/pod_groups.h"
+#include "adapters/metrics/metrics.h"
 #include "kube_test_support.h"
 #include "support/fixtures.h"
 #include "troupe/sched/scheduler.h"
@@ -139,19 +141,58 @@ TEST_CASE("kube PodGroups: the scheduler's filter uses the lookup; gang-size is 
   troupe::adapters::Logger logger(log, troupe::adapters::LogLevel::kDebug);
   PodGroupCache cache(api, logger);
   troupe::sched::Scheduler s{troupe::sched::SchedulerConfig{}};
-  s.setPodGroupLookup([&](const std::string& ns, const std::string& name) { return cache.lookup(ns, name); });
+  // What the HTTP adapter does before calling the core (ExtenderHandler::setPodGroups).
+  const troupe::sched::PodGroupLookup lookup = [&](const std::string& ns, const std::string& name) {
+    return cache.lookup(ns, name);
+  };
   REQUIRE(s.upsertNode(troupe::testing::gpuNode("n1", 8)).isOk());
 
   troupe::sched::PodFacts p = troupe::testing::gpuPod("m0", 2);
   p.labels[troupe::sched::kPodGroupLabel] = "pg";
-  troupe::sched::FilterResult r = s.filter(p, {"n1"});
+  troupe::sched::FilterResult r = s.filter(p, {"n1"}, troupe::sched::podGroupFor(p, lookup));
   REQUIRE(r.unresolvable.contains("n1"));
   CHECK_THAT(r.unresolvable.at("n1"), Catch::Contains("CRD"));
   CHECK_THAT(r.unresolvable.at("n1"), Catch::Contains("troupe.dev/gang-size"));
 
   p.annotations[troupe::sched::kGangSize] = "2";
-  CHECK(s.filter(p, {"n1"}).passed.size() == 1);
+  CHECK(s.filter(p, {"n1"}, troupe::sched::podGroupFor(p, lookup)).passed.size() == 1);
   CHECK(s.summary().gangs.held_gpus == 4);
+}
+
+TEST_CASE("kube PodGroups: the HTTP filter reads the PodGroup before it calls the core", "[kube][gang]") {
+  // ExtenderHandler over a one-node Scheduler, and an API server with PodGroup ml/train.
+  struct Served {
+    FakeApi api;
+    PodGroupServer server;
+    std::ostringstream log;
+    troupe::adapters::Logger logger{log, troupe::adapters::LogLevel::kWarn};
+    PodGroupCache cache{api, logger};
+    troupe::sched::Scheduler scheduler{troupe::sched::SchedulerConfig{}};
+    troupe::metrics::Metrics metrics{"test"};
+    troupe::http::ExtenderHandler handler{troupe::http::HandlerOptions{}, scheduler, metrics, logger};
+  } served;
+  served.server.groups["ml/train"] = podGroup("train", 2);
+  served.api.setHook(served.server.hook());
+  troupe::sched::Scheduler& s = served.scheduler;
+  troupe::http::ExtenderHandler& handler = served.handler;
+  PodGroupCache& cache = served.cache;
+  REQUIRE(s.upsertNode(troupe::testing::gpuNode("n1", 8)).isOk());
+  auto body = [](const std::string& name) {
+    return R"({"Pod":{"metadata":{"name":")" + name + R"(","namespace":"ml","uid":"uid-)" + name +
+           R"(","labels":{"scheduling.x-k8s.io/pod-group":"train"}},"spec":{"containers":[{"name":"c",)" +
+           R"("resources":{"limits":{"nvidia.com/gpu":"2"}}}]}},"Nodes":null,"NodeNames":["n1"]})";
+  };
+
+  // No lookup (standalone): the reason says PodGroups are not read.
+  const auto unread = handler.handle("POST", "/filter", body("m0"));
+  CHECK_THAT(unread.body, Catch::Contains("Troupe does not read PodGroups without the Kubernetes API"));
+  CHECK(s.summary().gangs.held_gpus == 0);
+
+  handler.setPodGroups(
+      [&](const std::string& ns, const std::string& name) { return cache.lookup(ns, name); });
+  const auto read = handler.handle("POST", "/filter", body("m1"));
+  CHECK_THAT(read.body, Catch::Contains(R"("NodeNames":["n1"])"));
+  CHECK(s.summary().gangs.held_gpus == 4);  // minMember 2 of 2 GPUs, from the PodGroup
 }
 
 TEST_CASE("kube sync: bound gang members are recorded with their gang", "[kube][sync][gang]") {

@@ -680,3 +680,24 @@ TEST_CASE("scheduler: concurrent filter/prioritize/reserve/release never double-
   for (const auto& row : summary.by_product) used_total += row.used_milli;
   CHECK(used_total == ledger_total);
 }
+
+TEST_CASE("scheduler: a later verb reuses the filter's request only while the pod is unchanged",
+          "[scheduler][pending]") {
+  Scheduler s{SchedulerConfig{}};
+  REQUIRE(s.upsertNode(gpuNode("a", 8)).isOk());
+  REQUIRE(s.upsertNode(gpuNode("small", 2)).isOk());
+  PodFacts p = gpuPod("p", 4);
+  REQUIRE(s.filter(p, {"a", "small"}).passed == std::vector<std::string>{"a"});
+  std::vector<troupe::sched::HostValue> same = s.prioritize(p, {"a", "small"});
+  REQUIRE(same.size() == 2);
+  CHECK(same[0].value >= 0);
+  CHECK(same[1].value < 0);  // does not fit
+
+  // Changed since its filter (now asks for an unknown model): parsed again, and fits nowhere.
+  p.annotations["troupe.dev/gpu-model"] = "NVIDIA-B200";
+  for (const troupe::sched::HostValue& h : s.prioritize(p, {"a", "small"})) CHECK(h.value < 0);
+  FilterResult refiltered = s.filter(p, {"a", "small"});
+  CHECK(refiltered.passed.empty());
+  // The bind uses the request of the latest filter: the node no longer passed it.
+  CHECK_FALSE(s.reserve(p.uid, p.ns, p.name, "a").isOk());
+}

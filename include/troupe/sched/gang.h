@@ -14,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -44,6 +45,18 @@ struct PodGroupInfo {
   std::optional<int> min_member;  // spec.minMember, when the object could be read
   std::string absent;             // why not, for messages (e.g. "the PodGroup CRD is not installed")
 };
+
+// Reads the PodGroup object a pod's scheduling.x-k8s.io/pod-group label names (an adapter's
+// cache of the Kubernetes API; it may block on a request).
+using PodGroupLookup = std::function<PodGroupInfo(const std::string& ns, const std::string& name)>;
+
+// What is known of a pod's PodGroup where no adapter reads PodGroups (no Kubernetes API).
+PodGroupInfo podGroupsUnread();
+
+// What an adapter hands filter about the pod's PodGroup: {} when no PodGroup names its gang,
+// podGroupsUnread() without a lookup, else what `lookup` read. Adapters call it before the
+// core, so that the core never waits on the API.
+PodGroupInfo podGroupFor(const PodFacts& pod, const PodGroupLookup& lookup);
 
 // nullopt when the pod belongs to no gang.
 Result<std::optional<GangSpec>> parseGang(const PodFacts& pod, std::chrono::milliseconds default_timeout,

@@ -1,33 +1,35 @@
-// The scheduling core behind every adapter: the cluster model plus filter, prioritize,
-// reserve (bind) and preempt, in kube-scheduler's vocabulary but free of any wire format.
+// The scheduling core behind every adapter: filter, prioritize, reserve (bind) and preempt, in
+// kube-scheduler's vocabulary but free of any wire format. A facade: it owns the locking and
+// delegates to its parts, each with one job: the cluster model (ClusterState), pods between
+// filter and bind (PendingPods), gangs (GangBook), learn mode (NodeLearner), the request mix
+// (RequestMixWindow) and narrowing's memo (ScoreMemo).
 //
 // Thread-safety: every public method may be called from any thread. Reads (filter,
-// prioritize) share a lock; writes (node updates, reservations) take it exclusively.
+// prioritize) share the model lock; writes (node updates, reservations, gangs) take it
+// exclusively. PendingPods, NodeLearner, RequestMixWindow and ScoreMemo lock themselves.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <shared_mutex>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
 #include "troupe/model/topology_levels.h"
+#include "troupe/sched/cluster_state.h"
+#include "troupe/sched/cluster_summary.h"
+#include "troupe/sched/filter_result.h"
 #include "troupe/sched/gang.h"
-#include "troupe/sched/gang_planner.h"
-#include "troupe/sched/node_index.h"
-#include "troupe/sched/node_ordinal_set.h"
-#include "troupe/sched/node_reasons.h"
+#include "troupe/sched/gang_book.h"
+#include "troupe/sched/node_learner.h"
+#include "troupe/sched/pending_pods.h"
 #include "troupe/sched/placement.h"
 #include "troupe/sched/pod_request.h"
 #include "troupe/sched/policy.h"
@@ -37,18 +39,6 @@
 namespace troupe::sched {
 
 using Clock = std::chrono::steady_clock;
-
-// Learn mode: nodes taken from the bodies of full-node requests (kube-scheduler's
-// nodeCacheCapable: false), for a Troupe with neither --cluster nor the Kubernetes API. Off,
-// request bodies never add or change a node: the facts come from --cluster or the API only.
-// On, what anyone who reaches the verbs sends is believed, so it is bounded: a node not seen
-// in a request for `ttl` is forgotten, and at most `max_nodes` are kept (new ones are refused
-// with a reason until others expire; the ones kept are never pushed out).
-struct NodeLearning {
-  bool enabled = true;
-  size_t max_nodes = 10000;
-  std::chrono::milliseconds ttl{std::chrono::hours(1)};
-};
 
 struct SchedulerConfig {
   PolicyConfig policy;
@@ -85,79 +75,10 @@ struct SchedulerConfig {
   std::vector<std::string> topology_levels = model::defaultTopologyLevels();
 };
 
-// Called exactly once with the pod's allocation or the reason it was refused; never under
-// the Scheduler's locks, possibly on another thread (a gang's last member releases them all).
-using BindCallback = std::function<void(Result<model::Allocation>)>;
-
-struct FilterResult {
-  std::vector<std::string> passed;  // in request order
-  NodeReasons failed;               // preemption may help
-  NodeReasons unresolvable;         // it cannot
-  // Rejection counts by category, for metrics: "invalid-pod", "unknown-node", "no-gpus",
-  // "model", "memory", "count", "topology", "busy", "gang", "drain".
-  std::map<std::string, int> categories;
-};
-
-// A gang member's progress, for Events on the pod (an adapter posts them).
-struct GangNotice {
-  enum class Kind {
-    kPlanned,   // the gang was planned and this member steered to its node
-    kWaiting,   // the member reached the bind barrier; others are still missing
-    kTimedOut,  // the barrier timed out; the member's bind failed
-    kEnded,     // every member of the gang is gone: whatever was kept for it is released
-                // (pod_* are empty; adapters drop their caches for the gang)
-  };
-  Kind kind = Kind::kPlanned;
-  std::string pod_uid, pod_ns, pod_name, gang, message;
-};
-using GangObserver = std::function<void(const GangNotice&)>;
-// Reads the PodGroup object a pod's scheduling.x-k8s.io/pod-group label names.
-using PodGroupLookup = std::function<PodGroupInfo(const std::string& ns, const std::string& name)>;
-
 // What prioritize says of one candidate node.
 struct HostValue {
   std::string host;
   double value = -1;  // the policy's unitScore, 0..1, higher is better; < 0: unknown or not fitting
-};
-
-struct ClusterSummary {
-  struct Row {
-    std::string product;
-    int nodes = 0;
-    int gpus = 0;
-    int64_t used_milli = 0;
-    int shared_gpus = 0;
-    int whole_free = 0;
-    int nodes_with_free_8 = 0;  // nodes that can still take an 8-GPU pod
-  };
-  std::vector<Row> by_product;
-  // One row per GPU node, sorted by name (per-node gauges: bounded by the cluster's size);
-  // empty, with node_rows_omitted set, when the GPU nodes outnumber summary()'s max_node_rows.
-  struct NodeRow {
-    std::string node;
-    std::string product;
-    int gpus = 0;
-    int64_t used_milli = 0;
-    int shared_gpus = 0;
-  };
-  std::vector<NodeRow> by_node;
-  bool node_rows_omitted = false;
-  struct Gangs {
-    int waiting = 0;   // seen, no plan (does not fit, or waits its turn)
-    int planned = 0;   // GPUs held, members steered, not all bound yet
-    int admitted = 0;  // every minimum member bound
-    int held_gpus = 0;
-    int draining_nodes = 0;
-  } gangs;
-  int pods = 0;
-  int pending = 0;
-  // GPUs that are free but sit on nodes with fewer free GPUs than the common request sizes
-  // (per product: free GPUs that cannot serve the largest size seen among 1, 2, 4, 8).
-  int fragmented_gpus = 0;
-  // narrowTo: best, since the start: node values reused from an earlier filter call
-  // (ScoreMemo) and values computed.
-  uint64_t scores_remembered = 0;
-  uint64_t scores_computed = 0;
 };
 
 class Scheduler {
@@ -176,12 +97,16 @@ class Scheduler {
   std::optional<model::Allocation> allocationOf(const std::string& pod_uid) const;
 
   // --- extension points ----------------------------------------------------------------
-  // Names Troupe does not know are rejected as unresolvable with a reason.
-  FilterResult filter(const PodFacts& pod, const std::vector<std::string>& node_names);
+  // Names Troupe does not know are rejected as unresolvable with a reason. `pod_group` is
+  // what the adapter read of the pod's PodGroup (podGroupFor), before calling: the core
+  // never waits on the API.
+  FilterResult filter(const PodFacts& pod, const std::vector<std::string>& node_names,
+                      const PodGroupInfo& pod_group = podGroupsUnread());
   // Full-object mode: learns the nodes first (learn mode only, see NodeLearning), then
   // filters them by name. Without learning, the facts in the request are ignored.
   FilterResult filterNodes(const PodFacts& pod, const std::vector<model::NodeFacts>& nodes,
-                           std::vector<std::string>* learn_errors);
+                           std::vector<std::string>* learn_errors,
+                           const PodGroupInfo& pod_group = podGroupsUnread());
   // Learn mode: adds or updates the nodes of a request and forgets those not seen for the
   // TTL. Returns the nodes not learned, with the reason; `learn_errors` gets what to log
   // (one line for all refusals of one call). Without learning: nothing, and no change.
@@ -215,33 +140,14 @@ class Scheduler {
   // pod holds are released separately (release()), when it no longer holds them.
   void forgetPod(const std::string& pod_uid);
   // Every gang Troupe tracks, for tests and diagnostics (sorted by key).
-  struct GangView {
-    std::string key;
-    uint64_t incarnation = 0;  // 1, 2, ...: a gang re-created under a used name is a new one
-    enum class State { kWaiting, kPlanned, kAdmitted, kDormant } state = State::kWaiting;
-    int min_member = 0;                       // 0 while no member was filtered (dormant)
-    int members = 0;                          // live pods of the gang Troupe knows of
-    int bound = 0;                            // of which hold their GPUs (bound, or released by the barrier)
-    int held_gpus = 0;                        // GPUs held for its plan
-    std::map<std::string, int> held_by_node;  // the same, per node
-    int waiting_binds = 0;                    // binds parked at its barrier
-    std::vector<std::string> member_uids;     // sorted
-    std::vector<std::string> drained_nodes;   // nodes kept free for it now
-    std::string last_reason;                  // why it was last refused
-  };
+  using GangView = sched::GangView;
   std::vector<GangView> gangs() const;
-  // Gang events since the last call, for metrics: seconds from first sight to admission, and
-  // the number of barrier timeouts.
-  struct GangEvents {
-    std::vector<double> admit_seconds;
-    int timeouts = 0;
-  };
+  using GangEvents = sched::GangEvents;
   GangEvents drainGangEvents();
 
-  // Adapter hooks, called from any thread and never under the Scheduler's locks; set them
+  // Adapter hook, called from any thread and never under the Scheduler's locks; set it
   // before serving. The observer must not call back into the Scheduler.
   void setGangObserver(GangObserver observer);
-  void setPodGroupLookup(PodGroupLookup lookup);
 
   // For each candidate node, keeps the victims only if evicting them lets the pod fit there.
   std::map<std::string, std::vector<std::string>> preempt(
@@ -253,65 +159,25 @@ class Scheduler {
   const SchedulerConfig& config() const { return config_; }
 
  private:
-  struct Pending {
-    GpuRequest request;
-    std::string key;
-    uint64_t seq = 0;
-    std::string gang;  // gang key, "" for a pod on its own
-    // The nodes the pod's latest filter passed, by ordinal, and how many nodes had been
-    // created by then (a node created later may reuse a passed ordinal, and is not passed).
-    bool filtered = false;  // false: only prioritize has seen it
-    NodeOrdinalSet passed;
-    uint64_t births = 0;
-  };
-  struct Waiter {
-    std::string uid, key, node;
-    BindCallback done;
-  };
-  // One incarnation of a gang (docs/gang-lifecycle.md). It begins when a member is first seen
-  // (filtered, or bound as the API shows) and ends when every member is gone; pods that later
-  // carry the same name form the next incarnation. Members are live pods only.
-  struct Gang {
-    GangSpec spec;
-    bool filtered = false;  // a member passed through filter: spec and request are known.
-                            // Before that the gang is dormant: bound members read from the
-                            // API (e.g. after a restart), not counted, never planned.
-    GpuRequest request;
-    uint64_t incarnation = 0;  // also the gang's place in line among equal priorities
-    int64_t priority = 0;
-    Clock::time_point first_seen, last_seen, barrier_deadline;
-    std::vector<GangSlot> slots;                    // the plan not yet released; empty = none
-    std::vector<Waiter> waiting;                    // binds held at the barrier
-    std::vector<std::string> drain_nodes;           // nodes kept free for it after gang_starvation
-    std::vector<std::string> candidates;            // the nodes its members were last offered
-    std::unordered_map<std::string, bool> members;  // live member uid -> holds its GPUs (bound)
-    int bound = 0;                                  // members holding their GPUs
-    std::string last_reason;
-
-    // Every minimum member holds its GPUs: further members are placed like single pods.
-    bool admitted() const { return filtered && bound >= spec.min_member; }
-    // A member is still to be placed: only then does the gang stand in line, hold or drain.
-    bool pending() const { return static_cast<int>(members.size()) > bound; }
-  };
-  using Completion = std::pair<BindCallback, Result<model::Allocation>>;
-
-  // Records the pod as pending. kFirst: its first filter since it arrived; kDeleted: the pod is
-  // gone for good (forgetPod) and nothing was recorded. `seq`: the record's sequence number, for
-  // recordPassedLocked.
-  enum class Seen { kFirst, kAgain, kDeleted };
-  Seen remember(const PodFacts& pod, const GpuRequest& req, const std::string& gang = "",
-                uint64_t* seq = nullptr);
-  // Notes what the filter passed in the pod's record, unless a later filter replaced it;
-  // caller holds mu_ (either mode). `nodes` may be given for `passed`, in order.
+  Clock::time_point now() const;
+  // The pod's request: the one its pending record was parsed from while the pod is unchanged
+  // (one parse per scheduling cycle, not per verb), else parsed now.
+  Result<GpuRequest> requestOf(const PodFacts& pod, uint64_t fingerprint) const;
+  // Notes what the filter passed in the pod's record (PendingPods::recordPassed); caller holds
+  // mu_ (either mode). `nodes` may be given for `passed`, in order.
   void recordPassedLocked(const std::string& uid, uint64_t seq, const std::vector<std::string>& passed,
                           const std::vector<const model::NodeState*>* nodes = nullptr);
   // OK when `node` passed the pod's latest filter; caller holds mu_.
   Status checkFilteredLocked(const std::string& pod_uid, const std::string& key,
                              const std::string& node) const;
-  std::optional<Pending> pendingOf(const std::string& uid) const;
-  Clock::time_point now() const;
+  // A bind of a pod that already holds GPUs: the same allocation for a retry onto the same
+  // node, else the refusal; nullopt when it holds none. Caller holds mu_.
+  std::optional<Result<model::Allocation>> heldLocked(const std::string& pod_uid, const std::string& key,
+                                                      const std::string& node) const;
+  // Caller holds mu_ exclusively. `gang`: the admitted gang the pod binds into, if any.
   Result<model::Allocation> reserveLocked(const std::string& pod_uid, const std::string& key,
-                                          const std::string& node, const GpuRequest& req);
+                                          const std::string& node, const GpuRequest& req,
+                                          const std::string& gang = "");
 
   // Filter for a pod on its own (or a member of an admitted gang); caller holds mu_. With
   // `passed_nodes`, also the NodeState of each passing node, in `passed` order.
@@ -322,84 +188,27 @@ class Scheduler {
   // index in `nodes`; caller holds mu_.
   int narrowLocked(const GpuRequest& req, const std::vector<const model::NodeState*>& nodes,
                    FilterResult& out) const;
-  // Gang internals; the caller holds mu_ exclusively.
-  FilterResult filterGangLocked(const PodFacts& pod, const GpuRequest& req, const GangSpec& spec,
-                                const std::vector<std::string>& node_names, std::vector<Completion>* out);
-  // The gang `pod` belongs to, created (and joined) if need be; nullptr with *refused set when
-  // a new gang would exceed max_gangs.
-  Gang* gangFor(const PodFacts& pod, const GpuRequest& req, const GangSpec& spec, std::string* refused,
-                std::vector<Completion>* out);
-  // Makes `uid` a member of gang `key` (created dormant if it does not exist); leaves the gang
-  // it was in before, if another.
-  Gang& joinLocked(const std::string& uid, const std::string& key, std::vector<Completion>* out);
-  // `uid` is no longer a member: its parked bind fails with `why`, its unbound slot is free
-  // again, and a gang left empty ends.
-  void leaveLocked(const std::string& uid, const std::string& why, std::vector<Completion>* out);
-  // Records whether a member holds its GPUs; one that gave them back may leave its gang's plan
-  // short of the minimum (then released, its parked binds failing into `out`).
-  void setBoundLocked(const std::string& uid, bool bound, std::vector<Completion>* out);
-  void checkPlanLocked(Gang& gang, std::vector<Completion>* out);
-  // Ends the gang: releases its plan and drains and erases it; its members (if any) are
-  // forgotten as members. Returns the next iterator of gangs_.
-  std::map<std::string, Gang>::iterator endGangLocked(std::map<std::string, Gang>::iterator it,
-                                                      std::vector<Completion>* out);
-  bool planLocked(Gang& gang, const std::vector<std::string>& candidates, std::string* reason, bool* never,
-                  std::vector<Completion>* out);
-  // Gives the plan's held GPUs back; binds parked for it fail with `why`.
-  void releasePlanLocked(Gang& gang, const std::string& why, std::vector<Completion>* out);
-  void setDrainLocked(Gang& gang, std::vector<std::string> nodes);
-  bool aheadOf(const Gang& a, const Gang& b) const;
-  bool activeLocked(const Gang& g) const;                 // a member was filtered within gang_active_window
-  std::string drainOwner(const std::string& node) const;  // caller holds mu_ (any mode)
-  void expireLocked(std::vector<Completion>* out);
-  bool deletedPod(const std::string& uid) const;  // caller holds pending_mu_
+  // Runs `change` under mu_ (exclusive) with a list for the binds it answers, then delivers
+  // those and the gang notices it queued, outside the lock.
+  template <typename Change>
+  auto withGangs(Change change);
   // Delivers notices gathered under mu_ and runs completions; never under a lock.
   void deliver(std::vector<GangNotice> notices, std::vector<Completion> completions) const;
 
-  PodGroupInfo podGroupOf(const PodFacts& pod) const;
-  void notify(const std::vector<GangNotice>& notices) const;
-  void noticeLocked(GangNotice::Kind kind, const std::string& uid, const std::string& key,
-                    const std::string& gang, std::string message);
+  const SchedulerConfig config_;
+  model::TopologyCatalog catalog_;  // own lock
 
-  mutable std::mutex hooks_mu_;  // guards the two hooks
+  mutable std::mutex hooks_mu_;  // guards the observer
   GangObserver gang_observer_;
-  PodGroupLookup pod_group_lookup_;
-  std::vector<GangNotice> notices_;  // guarded by mu_; delivered once it is released
 
-  std::map<std::string, Gang> gangs_;                         // guarded by mu_
-  std::unordered_map<std::string, std::string> member_gang_;  // member uid -> gang key; mu_
-  std::unordered_map<std::string, std::string> drained_;      // node -> gang keeping it free; mu_
-  uint64_t gang_incarnations_ = 0;                            // guarded by mu_
-  GangEvents gang_events_;                                    // guarded by mu_
+  // The model lock: guards cluster_ and gangs_ (reads shared, changes exclusive).
+  mutable std::shared_mutex mu_;
+  ClusterState cluster_;
+  GangBook gangs_;
+  mutable ScoreMemo score_memo_;  // narrowing values; has its own lock
 
-  SchedulerConfig config_;
-  model::TopologyCatalog catalog_;
-
-  mutable std::shared_mutex mu_;  // guards nodes_ and pod_node_
-  std::unordered_map<std::string, model::NodeState> nodes_;
-  NodeIndex index_;  // nodes_ by name, for filter and prioritize; guarded by mu_
-  // Node ordinals (ScoreMemo's index) given back by removed nodes, and the next new one;
-  // guarded by mu_.
-  std::vector<uint32_t> free_ordinals_;
-  uint32_t next_ordinal_ = 0;
-  // When each ordinal's current node was created (a count of node creations), and the count;
-  // guarded by mu_.
-  std::vector<uint64_t> ordinal_births_;
-  uint64_t births_ = 0;
-  mutable ScoreMemo score_memo_;                           // narrowing values; has its own lock
-  std::unordered_map<std::string, std::string> pod_node_;  // pod uid -> node
-
-  mutable std::mutex pending_mu_;  // guards pending_ and the deleted pods
-  std::unordered_map<std::string, Pending> pending_;
-  uint64_t pending_seq_ = 0;
-  std::unordered_set<std::string> deleted_;  // uids gone for good; bounded, oldest first out
-  std::deque<std::string> deleted_order_;
-
-  // Learn mode: learned node -> when a request last carried it (own lock; taken before mu_).
-  mutable std::mutex learn_mu_;
-  std::unordered_map<std::string, Clock::time_point> learned_;
-  Clock::time_point next_expiry_{};
-
+  PendingPods pending_;  // own lock
+  NodeLearner learner_;  // own lock; taken before mu_, never inside it
   // The requests filter saw recently (own lock): the mix fgd and troupe measure fragmentation
   // against in prioritize.
   RequestMixWindow mix_window_;

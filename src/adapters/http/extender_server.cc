@@ -181,12 +181,13 @@ ExtenderHandler::Routed ExtenderHandler::route(const std::string& method, const 
 ExtenderHandler::VerbAnswer ExtenderHandler::filter(const std::string& body) {
   Result<ExtenderArgs> args = decodeExtenderArgs(body);
   if (!args.isOk()) return {badRequest(args.status().message()), Outcome::kBadRequest};
+  const sched::PodGroupInfo pod_group = sched::podGroupFor(args.value().pod, pod_groups_);
   sched::FilterResult result;
   if (args.value().node_cache_mode) {
-    result = scheduler_.filter(args.value().pod, args.value().node_names);
+    result = scheduler_.filter(args.value().pod, args.value().node_names, pod_group);
   } else {
     std::vector<std::string> errors;
-    result = scheduler_.filterNodes(args.value().pod, args.value().nodes, &errors);
+    result = scheduler_.filterNodes(args.value().pod, args.value().nodes, &errors, pod_group);
     for (const std::string& e : errors) logger_.warn("node facts rejected", {{"error", e}});
   }
   metrics_.countRejections(result.categories);

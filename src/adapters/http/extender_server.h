@@ -79,6 +79,9 @@ class ExtenderHandler {
   // Not owned; it must outlive every bind in flight. When set, it does the whole bind
   // (Kubernetes mode); otherwise the bind reserves the GPUs with Scheduler::bind (standalone).
   void setBinder(sched::PodBinder* binder) { binder_ = binder; }
+  // Reads the PodGroup a pod's gang is named by, before the pod is filtered (the core never
+  // waits on the API). Set before serving; what it calls must outlive every request.
+  void setPodGroups(sched::PodGroupLookup lookup) { pod_groups_ = std::move(lookup); }
   // Readiness is decided by whoever owns the model (e.g. a cluster watch after its first sync).
   void setReady(bool ready) { ready_.store(ready); }
   bool ready() const { return ready_.load(); }
@@ -115,6 +118,7 @@ class ExtenderHandler {
   std::atomic<bool> ready_{true};
   std::atomic<uint64_t> record_seq_{0};
   sched::PodBinder* binder_ = nullptr;
+  sched::PodGroupLookup pod_groups_;  // unset: PodGroups are not read (no Kubernetes API)
 };
 
 // What a listener bounds, per connection and in all. Every limit answers with a status and a

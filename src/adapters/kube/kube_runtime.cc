@@ -27,8 +27,6 @@ KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, adapte
       pod_groups_(api_, logger, options_.pod_groups),
       binder_(api_, scheduler, sync_, &events_, logger, options_.binder) {
   if (metrics_) metrics_->enableKube();
-  scheduler_.setPodGroupLookup(
-      [this](const std::string& ns, const std::string& name) { return pod_groups_.lookup(ns, name); });
   scheduler_.setGangObserver([this](const sched::GangNotice& n) {
     using Kind = sched::GangNotice::Kind;
     if (n.kind == Kind::kEnded) {
@@ -47,7 +45,6 @@ KubeRuntime::~KubeRuntime() {
   stop();
   // The Scheduler outlives the runtime: it must not call into what is destroyed next.
   scheduler_.setGangObserver(nullptr);
-  scheduler_.setPodGroupLookup(nullptr);
 }
 
 std::function<double()> KubeRuntime::makeUniform() {

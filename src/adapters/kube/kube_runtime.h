@@ -61,6 +61,11 @@ class KubeRuntime {
   void stop();
 
   Binder& binder() { return binder_; }
+  // Reads a gang's PodGroup through the runtime's cache (it may wait on the API server), for
+  // the extender's filter to call before the core; valid while the runtime lives.
+  sched::PodGroupLookup podGroupLookup() {
+    return [this](const std::string& ns, const std::string& name) { return pod_groups_.lookup(ns, name); };
+  }
   ClusterSync& sync() { return sync_; }
   // The pod watcher, while started.
   Watcher* podWatcher() { return pod_watcher_.get(); }
