@@ -1,6 +1,8 @@
 // docs/extending.md's worked example, compiled and registered here so the docs cannot rot: the
-// policy below is the one the document shows (checked byte for byte by the last test case).
+// document's copy is checked byte for byte, the README's excerpt line by line (test cases below).
 #include <catch2/catch.hpp>
+#include <sstream>
+#include <string>
 
 #include "policy_test_support.h"
 
@@ -73,6 +75,36 @@ TEST_CASE("extending: docs/extending.md shows the compiled example", "[policy][e
   REQUIRE(to != std::string::npos);
   const std::string code = self->substr(from + begin.size(), to - from - begin.size());
   CHECK(doc->find("```cpp\n" + code + "```") != std::string::npos);
+}
+
+// The README shows an excerpt: its lines must be lines of the compiled example, in order.
+TEST_CASE("extending: the README's excerpt is taken from the compiled example", "[policy][extending][docs]") {
+  const auto readme = troupe::testing::readFile(troupe::testing::sourceDir() + "/README.md");
+  const auto self =
+      troupe::testing::readFile(troupe::testing::sourceDir() + "/tests/unit/extending_example_test.cc");
+  REQUIRE(readme);
+  REQUIRE(self);
+  const size_t section = readme->find("## Extending Troupe");
+  REQUIRE(section != std::string::npos);
+  const size_t from = readme->find("```cpp\n", section);
+  REQUIRE(from != std::string::npos);
+  const size_t to = readme->find("```", from + 7);
+  REQUIRE(to != std::string::npos);
+  std::istringstream excerpt(readme->substr(from + 7, to - from - 7));
+  const size_t code_from = self->find("// --- docs/extending.md: src/sched/policies/fewest_pods.cc ---");
+  const size_t code_to = self->find("// --- end of the example ---");
+  REQUIRE(code_from < code_to);
+  std::istringstream code(self->substr(code_from, code_to - code_from));
+  std::string want, have;
+  int matched = 0;
+  while (std::getline(excerpt, want)) {
+    bool found = false;
+    while (!found && std::getline(code, have)) found = have == want;
+    INFO("README line not in the compiled example (or out of order): " << want);
+    CHECK(found);
+    matched += found ? 1 : 0;
+  }
+  CHECK(matched >= 5);
 }
 
 }  // namespace
