@@ -59,7 +59,7 @@ Flags:
                        headerTimeoutSeconds, readTimeoutSeconds, idleTimeoutSeconds,
                        writeTimeoutSeconds}, binder {workers} (Kubernetes mode:
                        Bindings in flight at once, default 8).
-                       See examples/config.yaml and the README's Limits.
+                       See examples/config.yaml and docs/security.md (Limits).
   --cluster FILE       YAML list of nodes for standalone mode (no Kubernetes API), e.g.
                        examples/cluster.yaml; requests never change these nodes. Without it
                        (and without the API) Troupe learns nodes from full-node filter

@@ -122,7 +122,7 @@ class ExtenderHandler {
 };
 
 // What a listener bounds, per connection and in all. Every limit answers with a status and a
-// message that names it (README "Limits"), or closes a connection that is too slow.
+// message that names it (docs/security.md, Limits), or closes a connection that is too slow.
 struct ServerLimits {
   size_t max_header_bytes = 64 << 10;  // request line + headers; more is 431
   // Request bodies being read or handled at once, all connections together; a request that

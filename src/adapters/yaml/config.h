@@ -30,7 +30,7 @@
 //   learnedNodes:                   # learn mode only (neither --cluster nor the API)
 //     maxNodes: 10000               # nodes kept from request bodies at most
 //     ttlSeconds: 3600              # forgotten when no request carried them this long
-//   limits:                         # the HTTP server's (README "Limits"); defaults shown
+//   limits:                         # the HTTP server's (docs/security.md, Limits); defaults shown
 //     maxHeaderBytes: 65536         # request line + headers; more is 431
 //     maxBodyBytesInFlight: 134217728   # bodies being read or handled at once; more is 503
 //     maxConnections: 1024          # more are closed when accepted
