@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/fixtures.h"
@@ -14,29 +15,31 @@
 #include "troupe/sched/cluster_state.h"
 #include "troupe/sched/policy_registry.h"
 
+namespace troupe::sched {
 namespace {
 
-using troupe::model::NodeState;
-using troupe::sched::ClusterState;
-using troupe::sched::DrainOwner;
-using troupe::sched::FilterResult;
-using troupe::sched::GpuRequest;
-using troupe::sched::RequestMix;
-using troupe::sched::ScoreMemo;
-using troupe::testing::gpuNode;
+using model::NodeState;
 
 constexpr const char* kH100 = "NVIDIA-H100-80GB-HBM3";
 
+// `n` whole GPUs of one of `models` (empty: any).
+GpuRequest wholeGpus(int n, std::vector<std::string> models = {}) {
+  GpuRequest r;
+  r.gpus = n;
+  r.models = std::move(models);
+  return r;
+}
+
 void addNode(ClusterState& cluster, const std::string& name, int gpus, const std::string& product = kH100) {
-  troupe::model::TopologyCatalog catalog;
-  const auto facts = gpuNode(name, gpus, product);
-  auto info = troupe::model::nodeFromFacts(facts, catalog);
+  model::TopologyCatalog catalog;
+  const auto facts = testing::gpuNode(name, gpus, product);
+  auto info = model::nodeFromFacts(facts, catalog);
   REQUIRE(info.isOk());
-  cluster.upsert(std::move(info).value(), troupe::sched::factsFingerprint(facts));
+  cluster.upsert(std::move(info).value(), factsFingerprint(facts));
 }
 
 void hold(ClusterState& cluster, const std::string& node, const std::string& uid, std::vector<int> gpus) {
-  troupe::model::Allocation a;
+  model::Allocation a;
   a.pod_uid = uid;
   a.pod_key = "default/" + uid;
   a.node = node;
@@ -44,12 +47,6 @@ void hold(ClusterState& cluster, const std::string& node, const std::string& uid
   const auto st = cluster.record(a);
   INFO(st.message());
   REQUIRE(st.isOk());
-}
-
-GpuRequest gpus(int n) {
-  GpuRequest r;
-  r.gpus = n;
-  return r;
 }
 
 }  // namespace
@@ -71,8 +68,7 @@ TEST_CASE("node filter: each distinct misfit is worded once and every rejection 
                                           "busy-2", "a100",   "small-2", "l40s-2", "free"};
 
   SECTION("misfits of one kind share one reason; products get one model reason each") {
-    GpuRequest req = gpus(4);
-    req.models = {kH100};
+    const GpuRequest req = wholeGpus(4, {kH100});
     std::vector<const NodeState*> passed_nodes;
     const FilterResult r = filterEachNode(cluster.index(), req, names, DrainOwner{}, "", &passed_nodes);
     CHECK(r.passed == std::vector<std::string>{"free", "free"});
@@ -96,7 +92,7 @@ TEST_CASE("node filter: each distinct misfit is worded once and every rejection 
   }
 
   SECTION("a pod that wants no GPUs passes every known node") {
-    const FilterResult r = filterEachNode(cluster.index(), gpus(0), names, DrainOwner{});
+    const FilterResult r = filterEachNode(cluster.index(), wholeGpus(0), names, DrainOwner{});
     CHECK(r.passed.size() == names.size() - 1);
     CHECK(r.failed.empty());
     CHECK(r.categories == std::map<std::string, int>{{"unknown-node", 1}});
@@ -105,11 +101,11 @@ TEST_CASE("node filter: each distinct misfit is worded once and every rejection 
   SECTION("a drained node is kept for its own gang only") {
     const DrainOwner drains = [](const std::string& node) { return node == "free" ? "team/g1" : ""; };
     const std::vector<std::string> two = {"free", "busy-1"};
-    const FilterResult other = filterEachNode(cluster.index(), gpus(4), two, drains, "team/g2");
+    const FilterResult other = filterEachNode(cluster.index(), wholeGpus(4), two, drains, "team/g2");
     CHECK(other.passed.empty());
     CHECK(other.failed.at("free").find("kept free for gang team/g1") != std::string::npos);
     CHECK(other.categories == std::map<std::string, int>{{"busy", 1}, {"drain", 1}});
-    const FilterResult own = filterEachNode(cluster.index(), gpus(4), two, drains, "team/g1");
+    const FilterResult own = filterEachNode(cluster.index(), wholeGpus(4), two, drains, "team/g1");
     CHECK(own.passed == std::vector<std::string>{"free"});
     CHECK(own.categories == std::map<std::string, int>{{"busy", 1}});
   }
@@ -127,21 +123,21 @@ TEST_CASE("node filter: narrowing keeps bestByValue's node and counts remembered
   hold(cluster, "n3", "u1", {0, 1, 2, 3});
   hold(cluster, "n4", "u2", {0, 1});
   const auto mix = std::make_shared<const RequestMix>(RequestMix::defaults());
-  const GpuRequest req = gpus(4);
+  const GpuRequest req = wholeGpus(4);
 
   for (const char* kind : {"troupe", "fgd", "binpack", "spread"}) {
     INFO(kind);
-    const troupe::sched::PolicyPtr policy = troupe::sched::builtinPolicies().create(kind).value();
+    const PolicyPtr policy = builtinPolicies().create(kind).value();
     auto narrowed = [&](ScoreMemo* memo) {
       std::vector<const NodeState*> nodes;
       FilterResult out = filterEachNode(cluster.index(), req, names, DrainOwner{}, "", &nodes);
       REQUIRE(nodes.size() == names.size());
       const int best = narrowToBest(*policy, req, mix, memo, nodes, out);
       // The same choice as bestByValue over the policy's own values for these nodes.
-      const troupe::sched::ScoreContext context{mix.get(), nullptr};
+      const ScoreContext context{mix.get(), nullptr};
       std::vector<double> values;
       for (const NodeState* n : nodes) values.push_back(policy->rankValue(*n, req, context));
-      CHECK(best == troupe::sched::bestByValue(*policy, nodes, values));
+      CHECK(best == bestByValue(*policy, nodes, values));
       REQUIRE(best >= 0);
       CHECK(out.passed == std::vector<std::string>{names[static_cast<size_t>(best)]});
       return out.passed.front();
@@ -157,7 +153,7 @@ TEST_CASE("node filter: narrowing keeps bestByValue's node and counts remembered
   }
 
   SECTION("a changed node alone is scored again") {
-    const troupe::sched::PolicyPtr policy = troupe::sched::builtinPolicies().create("troupe").value();
+    const PolicyPtr policy = builtinPolicies().create("troupe").value();
     ScoreMemo memo;
     auto narrow = [&] {
       std::vector<const NodeState*> nodes;
@@ -171,3 +167,5 @@ TEST_CASE("node filter: narrowing keeps bestByValue's node and counts remembered
     CHECK(memo.stats().hits == names.size() - 1);
   }
 }
+
+}  // namespace troupe::sched
