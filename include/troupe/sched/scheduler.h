@@ -2,7 +2,8 @@
 // kube-scheduler's vocabulary but free of any wire format. A facade: it owns the locking and
 // delegates to its parts, each with one job: the cluster model (ClusterState), pods between
 // filter and bind (PendingPods), gangs (GangBook), learn mode (NodeLearner), the request mix
-// (RequestMixWindow) and narrowing's memo (ScoreMemo).
+// (RequestMixWindow), the filter loop and narrowing (node_filter.h) and narrowing's memo
+// (ScoreMemo).
 //
 // Thread-safety: every public method may be called from any thread. Reads (filter,
 // prioritize) share the model lock; writes (node updates, reservations, gangs) take it
@@ -179,15 +180,12 @@ class Scheduler {
                                           const std::string& node, const GpuRequest& req,
                                           const std::string& gang = "");
 
-  // Filter for a pod on its own (or a member of an admitted gang); caller holds mu_. With
-  // `passed_nodes`, also the NodeState of each passing node, in `passed` order.
+  // Filter for a pod on its own (or a member of an admitted gang): filterEachNode over the
+  // model, with the gangs' drained nodes; caller holds mu_. With `passed_nodes`, also the
+  // NodeState of each passing node, in `passed` order.
   FilterResult filterSingleLocked(const GpuRequest& req, const std::vector<std::string>& node_names,
                                   const std::string& own_gang = "",
                                   std::vector<const model::NodeState*>* passed_nodes = nullptr) const;
-  // narrow_to_best: keeps only the best of `out.passed` (`nodes`: their states) and returns its
-  // index in `nodes`; caller holds mu_.
-  int narrowLocked(const GpuRequest& req, const std::vector<const model::NodeState*>& nodes,
-                   FilterResult& out) const;
   // Runs `change` under mu_ (exclusive) with a list for the binds it answers, then delivers
   // those and the gang notices it queued, outside the lock.
   template <typename Change>
