@@ -108,6 +108,7 @@ TEST_CASE("defrag: on random clusters moves keep nodes valid and the gain is the
        shape(1, 500, 2000), shape(1, 250, 2000), shape(8, 1000, 32000), shape(0, 0, 1000)});
   const std::vector<GpuRequest> shapes = {shape(1, 1000, 4000), shape(2, 1000, 8000), shape(4, 1000, 16000),
                                           shape(1, 500, 2000),  shape(1, 250, 2000),  shape(0, 0, 1000)};
+  size_t total_moves = 0;  // the checks below must see moves, not only empty plans
   for (const char* policy_name : {"fgd", "troupe", "best-fit"}) {
     const troupe::sched::PolicyPtr policy = troupe::sched::builtinPolicies().create(policy_name).value();
     for (uint32_t seed = 1; seed <= 12; ++seed) {
@@ -138,6 +139,7 @@ TEST_CASE("defrag: on random clusters moves keep nodes valid and the gain is the
       in.candidate_pods = seed % 2 ? 0 : 5;  // every pod, and the restricted search
       const troupe::sim::DefragPlan plan = troupe::sim::planDefrag(nodes, in);
       CHECK(plan.moves.size() <= 8);
+      total_moves += plan.moves.size();
 
       const auto after = podsByNode(nodes);
       CHECK(after.size() == before.size());  // no pod lost or doubled
@@ -172,6 +174,7 @@ TEST_CASE("defrag: on random clusters moves keep nodes valid and the gain is the
       CHECK(plan.before_milli - gains == Approx(recomputed).margin(1e-6));
     }
   }
+  CHECK(total_moves >= 10);
 }
 
 }  // namespace
