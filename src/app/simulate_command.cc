@@ -68,6 +68,9 @@ Flags:
                      against a request window that starts empty, as a fresh 'troupe serve'
   --placements FILE  write FILE (CSV: policy,seed,pod,node; node empty when dropped) with
                      every pod's node, in replay order
+  --defrag LIST      at 100% arrived, run the defragmentation advisor on a copy of the
+                     cluster with up to K pod moves for each K in LIST (e.g. 1,4,16,64), and
+                     report fragmented GPUs before and after (docs/defrag.md)
   --json             print the results as JSON instead of the table
   --out DIR          write DIR/curves.csv (mean allocation per arrived %), DIR/runs.csv (per
                      seed) and DIR/allocation.svg (the plot)
@@ -99,6 +102,7 @@ struct SimulateFlags {
   std::string placements;
   std::string out;
   int threads = 0;
+  std::vector<int> defrag;  // move budgets; empty = no advisor
 };
 
 int usage(const std::string& message) {
@@ -145,8 +149,9 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
       arg = arg.substr(0, eq);
       has_value = true;
     }
-    static const char* const kValued[] = {"--nodes",  "--pods", "--policy", "--seeds",   "--first-seed",
-                                          "--arrive", "--tune", "--out",    "--threads", "--placements"};
+    static const char* const kValued[] = {"--nodes",      "--pods",       "--policy", "--seeds",
+                                          "--first-seed", "--arrive",     "--tune",   "--out",
+                                          "--threads",    "--placements", "--defrag"};
     if (std::find(std::begin(kValued), std::end(kValued), arg) == std::end(kValued)) {
       return usage("unknown flag \"" + arg + "\"");
     }
@@ -182,6 +187,14 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
       f.tune = tune;
     } else if (arg == "--placements") {
       f.placements = value;
+    } else if (arg == "--defrag") {
+      f.defrag.clear();
+      for (const std::string& item : splitList(value, ',')) {
+        if (!parseInt(std::string(trim(item)), 0, 100000, &n))
+          return usage("--defrag \"" + value + "\" must list move budgets from 0 to 100000, e.g. 1,4,16");
+        f.defrag.push_back(static_cast<int>(n));
+      }
+      if (f.defrag.empty()) return usage("--defrag needs at least one move budget, e.g. --defrag 1,4,16");
     } else if (arg == "--out") {
       f.out = value;
     } else if (arg == "--threads") {
@@ -294,6 +307,7 @@ int simulateCommand(const std::vector<std::string>& args) {
       in.tune_ratio = f.tune;
       in.policy = f.policies[static_cast<size_t>(j / f.seeds)];
       in.in_order = f.in_order;
+      in.defrag_moves = f.defrag;
       p.runs[static_cast<size_t>(j % f.seeds)] = sim::replay(in);
       progress.done(p.policy + " seed " + std::to_string(in.seed));
     }
@@ -308,6 +322,7 @@ int simulateCommand(const std::vector<std::string>& args) {
   } else {
     std::cout << "Trace: " << f.nodes << " + " << f.pods << " (" << pods.size() << " pods)\n\n"
               << sim::renderTable(report);
+    if (!f.defrag.empty()) std::cout << "\n" << sim::renderDefragTable(report);
   }
   if (!f.placements.empty()) {
     std::string csv = "policy,seed,pod,node\n";

@@ -1,5 +1,6 @@
 #include "troupe/sim/replay.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -8,6 +9,7 @@
 #include "troupe/sched/choose_node.h"
 #include "troupe/sched/placement.h"
 #include "troupe/sched/request_mix.h"
+#include "troupe/sim/defrag.h"
 
 namespace troupe::sim {
 namespace {
@@ -96,6 +98,43 @@ bool kubeFitsSomewhere(const std::vector<model::NodeState>& nodes, const sched::
     return true;
   }
   return false;
+}
+
+// The advisor on a copy of `nodes`: one greedy run for the largest budget, read off for each.
+DefragOutcome adviseAt(const std::vector<model::NodeState>& nodes, const ReplayInput& in,
+                       const std::vector<sched::GpuRequest>& requests, const std::vector<int>& order,
+                       const sched::ScoreContext& policy_context) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<model::NodeState> copy = nodes;
+  // Every policy is measured against the same mix, the trace's typical pods, so the numbers
+  // compare across policies (troupe's own live window would differ per run).
+  const sched::RequestMix mix = sched::RequestMix::fromRequests(requests);
+  sched::FragmentationCache measure(mix);
+  DefragInput input;
+  input.policy = &*in.policy;
+  input.policy_context = policy_context;
+  input.measure = &measure;
+  input.request_of = [&](const model::Allocation& a) {
+    return requests[static_cast<size_t>(order[std::stoul(a.pod_uid)])];
+  };
+  input.max_moves = *std::max_element(in.defrag_moves.begin(), in.defrag_moves.end());
+  DefragOutcome out;
+  for (const model::NodeState& n : nodes) {
+    for (int g = 0; g < n.gpuCount(); ++g) out.free_gpus += static_cast<double>(n.gpuFreeMilli(g));
+  }
+  out.free_gpus /= model::kMilliPerGpu;
+  const DefragPlan plan = planDefrag(copy, input);
+  out.fragmented_before = plan.before_milli / model::kMilliPerGpu;
+  for (int k : in.defrag_moves) {
+    const size_t made = std::min(plan.moves.size(), static_cast<size_t>(k));
+    double after = plan.before_milli;
+    for (size_t i = 0; i < made; ++i) after -= plan.moves[i].gain_milli;
+    out.k.push_back(k);
+    out.moves.push_back(static_cast<int>(made));
+    out.fragmented_after.push_back(after / model::kMilliPerGpu);
+  }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
 }
 
 }  // namespace
@@ -207,6 +246,12 @@ RunResult replay(const ReplayInput& in) {
     }
     result.curve.push_back({arrived, used});
     result.node_of.push_back(placed_on);
+    if (!in.defrag_moves.empty() && !result.defrag && arrived >= cluster.gpu_milli()) {
+      result.defrag = adviseAt(nodes, in, requests, plan.order, mix.context());
+    }
+  }
+  if (!in.defrag_moves.empty() && !result.defrag) {
+    result.defrag = adviseAt(nodes, in, requests, plan.order, mix.context());
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

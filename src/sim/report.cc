@@ -154,6 +154,66 @@ std::string renderTable(const Report& report) {
   return out;
 }
 
+namespace {
+
+// The runs' advisor outcomes, in seed order (runs without one are left out).
+std::vector<const DefragOutcome*> defragOf(const PolicyRuns& p) {
+  std::vector<const DefragOutcome*> out;
+  for (const RunResult& run : p.runs) {
+    if (run.defrag) out.push_back(&*run.defrag);
+  }
+  return out;
+}
+
+template <typename Field>
+Spread defragSpread(const std::vector<const DefragOutcome*>& outcomes, Field field) {
+  std::vector<double> v;
+  for (const DefragOutcome* d : outcomes) v.push_back(field(*d));
+  return spreadOf(v);
+}
+
+std::string meanSd(const Spread& s, int digits) {
+  return fixed(s.mean, digits) + (s.n > 1 ? " ± " + fixed(s.sd, digits) : std::string());
+}
+
+}  // namespace
+
+std::string renderDefragTable(const Report& report) {
+  std::vector<int> ks;
+  for (const PolicyRuns& p : report.policies) {
+    for (const DefragOutcome* d : defragOf(p)) ks = d->k;
+  }
+  if (ks.empty()) return "";
+  std::string out = "Defragmentation at 100% arrived: fragmented GPUs (free GPUs the trace's typical pods\n";
+  out += "cannot use, FGD's measure) before and after up to K greedy pod moves\n";
+  out += "(mean ± sd over " + seedRange(report) + "; lower is better; moves never change the free GPUs)\n\n";
+  std::string header = pad("policy", 16) + pad("free GPUs", 16, true) + pad("fragmented", 16, true);
+  for (int k : ks) header += pad("K=" + std::to_string(k), 16, true);
+  header += pad("moves", 8, true) + pad("s/run", 8, true);
+  out += header + "\n" + std::string(header.size(), '-') + "\n";
+  for (const PolicyRuns& p : report.policies) {
+    const std::vector<const DefragOutcome*> d = defragOf(p);
+    if (d.empty()) continue;
+    std::string row = pad(p.policy, 16);
+    row += pad(meanSd(defragSpread(d, [](const DefragOutcome& o) { return o.free_gpus; }), 1), 17, true);
+    row +=
+        pad(meanSd(defragSpread(d, [](const DefragOutcome& o) { return o.fragmented_before; }), 1), 17, true);
+    for (size_t i = 0; i < ks.size(); ++i) {
+      row += pad(meanSd(defragSpread(d, [i](const DefragOutcome& o) { return o.fragmented_after[i]; }), 1),
+                 17, true);
+    }
+    row += pad(
+        fixed(
+            defragSpread(d, [](const DefragOutcome& o) { return static_cast<double>(o.moves.back()); }).mean,
+            1),
+        8, true);
+    row += pad(fixed(defragSpread(d, [](const DefragOutcome& o) { return o.seconds; }).mean, 2), 8, true);
+    out += row + "\n";
+  }
+  out += "\nmoves: mean moves made at the largest K (fewer when no move lowers fragmentation).\n";
+  return out;
+}
+
 std::string renderJson(const Report& report) {
   std::string out = "{\n  \"nodes\": " + jsonString(report.nodes_file) +
                     ",\n  \"pods\": " + jsonString(report.pods_file) +
@@ -182,7 +242,29 @@ std::string renderJson(const Report& report) {
     out += "}, \"multi_gpu_placed\": " + std::to_string(t.placed) +
            ", \"multi_gpu_best_set\": " + std::to_string(t.best) +
            ", \"best_set_percent\": " + (t.placed ? fixed(t.share(), 2) : "null") +
-           ", \"seconds_per_run\": " + fixed(meanSeconds(p), 3) + "}";
+           ", \"seconds_per_run\": " + fixed(meanSeconds(p), 3);
+    if (const std::vector<const DefragOutcome*> d = defragOf(p); !d.empty()) {
+      auto spreadJson = [](const Spread& sp) {
+        return "{\"mean\": " + fixed(sp.mean, 3) + ", \"sd\": " + fixed(sp.sd, 3) + "}";
+      };
+      out += ", \"defrag\": {\"free_gpus\": " +
+             spreadJson(defragSpread(d, [](const DefragOutcome& o) { return o.free_gpus; })) +
+             ", \"fragmented_gpus_before\": " +
+             spreadJson(defragSpread(d, [](const DefragOutcome& o) { return o.fragmented_before; })) +
+             ", \"after\": [";
+      for (size_t b = 0; b < d.front()->k.size(); ++b) {
+        out += (b ? ", " : "") + std::string("{\"k\": ") + std::to_string(d.front()->k[b]) +
+               ", \"fragmented_gpus\": " +
+               spreadJson(defragSpread(d, [b](const DefragOutcome& o) { return o.fragmented_after[b]; })) +
+               ", \"moves\": " +
+               spreadJson(
+                   defragSpread(d, [b](const DefragOutcome& o) { return static_cast<double>(o.moves[b]); })) +
+               "}";
+      }
+      out += "], \"seconds_per_run\": " +
+             fixed(defragSpread(d, [](const DefragOutcome& o) { return o.seconds; }).mean, 3) + "}";
+    }
+    out += "}";
   }
   out += "\n  ]\n}\n";
   return out;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,16 @@ struct CurvePoint {
   int64_t used_milli = 0;
 };
 
+// What the defragmentation advisor (defrag.h) found at the report point (100% arrived).
+struct DefragOutcome {
+  double free_gpus = 0;                  // unallocated GPUs; moves do not change it
+  double fragmented_before = 0;          // fragmented GPUs against the trace's typical pods
+  std::vector<int> k;                    // the move budgets asked for
+  std::vector<int> moves;                // per budget: moves made (fewer when none helped)
+  std::vector<double> fragmented_after;  // per budget
+  double seconds = 0;                    // wall time of the advisor
+};
+
 struct RunResult {
   std::string policy;  // the policy's name
   int64_t seed = 0;
@@ -28,9 +39,10 @@ struct RunResult {
   int pods = 0;
   int clones = 0;
   int placed = 0;
-  int multi_gpu_placed = 0;  // pods of 2+ GPUs placed
-  int multi_gpu_best = 0;    // ... of them on a best-possible GPU set of their node
-  double seconds = 0;        // wall time of the replay
+  int multi_gpu_placed = 0;             // pods of 2+ GPUs placed
+  int multi_gpu_best = 0;               // ... of them on a best-possible GPU set of their node
+  double seconds = 0;                   // wall time of the replay
+  std::optional<DefragOutcome> defrag;  // when ReplayInput::defrag_moves is not empty
 };
 
 struct ReplayInput {
@@ -43,6 +55,9 @@ struct ReplayInput {
   // no shuffle and no clones (planInOrder), ties by the live node order, and every policy
   // measures fragmentation against the live window of requests, started empty.
   bool in_order = false;
+  // Move budgets for the defragmentation advisor, run on a copy of the cluster when the
+  // arrived requests first reach 100% of capacity (or at the end); empty = not run.
+  std::vector<int> defrag_moves;
 };
 
 RunResult replay(const ReplayInput& input);

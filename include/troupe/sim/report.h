@@ -29,6 +29,8 @@ struct Report {
 std::vector<double> unallocatedAt(const PolicyRuns& runs, int percent);
 
 std::string renderTable(const Report& report);
+// The defragmentation advisor's outcomes (RunResult::defrag); "" when no run has one.
+std::string renderDefragTable(const Report& report);
 std::string renderJson(const Report& report);
 // policy,arrived_percent,allocation_mean,allocation_sd,seeds
 std::string renderCurvesCsv(const Report& report);
