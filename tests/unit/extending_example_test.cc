@@ -60,30 +60,30 @@ TEST_CASE("extending: the example policy registers and ranks as documented", "[p
   CHECK(policy.unitScore(idle, tt::request(2), {}, {}) == 1.0);
 }
 
-// The text between the markers above must appear in the document's code block unchanged.
-TEST_CASE("extending: docs/extending.md shows the compiled example", "[policy][extending][docs]") {
-  const auto doc = troupe::testing::readFile(troupe::testing::sourceDir() + "/docs/extending.md");
+// The example as this file compiles it: the text between the markers above.
+std::string compiledExample() {
   const auto self =
       troupe::testing::readFile(troupe::testing::sourceDir() + "/tests/unit/extending_example_test.cc");
-  REQUIRE(doc);
   REQUIRE(self);
   const std::string begin = "// --- docs/extending.md: src/sched/policies/fewest_pods.cc ---\n";
-  const std::string end = "// --- end of the example ---";
   const size_t from = self->find(begin);
-  const size_t to = self->find(end, from == std::string::npos ? 0 : from);
   REQUIRE(from != std::string::npos);
+  const size_t to = self->find("// --- end of the example ---", from);
   REQUIRE(to != std::string::npos);
-  const std::string code = self->substr(from + begin.size(), to - from - begin.size());
-  CHECK(doc->find("```cpp\n" + code + "```") != std::string::npos);
+  return self->substr(from + begin.size(), to - from - begin.size());
+}
+
+// The document shows the compiled example unchanged.
+TEST_CASE("extending: docs/extending.md shows the compiled example", "[policy][extending][docs]") {
+  const auto doc = troupe::testing::readFile(troupe::testing::sourceDir() + "/docs/extending.md");
+  REQUIRE(doc);
+  CHECK(doc->find("```cpp\n" + compiledExample() + "```") != std::string::npos);
 }
 
 // The README shows an excerpt: its lines must be lines of the compiled example, in order.
 TEST_CASE("extending: the README's excerpt is taken from the compiled example", "[policy][extending][docs]") {
   const auto readme = troupe::testing::readFile(troupe::testing::sourceDir() + "/README.md");
-  const auto self =
-      troupe::testing::readFile(troupe::testing::sourceDir() + "/tests/unit/extending_example_test.cc");
   REQUIRE(readme);
-  REQUIRE(self);
   const size_t section = readme->find("## Extending Troupe");
   REQUIRE(section != std::string::npos);
   const size_t from = readme->find("```cpp\n", section);
@@ -91,10 +91,7 @@ TEST_CASE("extending: the README's excerpt is taken from the compiled example", 
   const size_t to = readme->find("```", from + 7);
   REQUIRE(to != std::string::npos);
   std::istringstream excerpt(readme->substr(from + 7, to - from - 7));
-  const size_t code_from = self->find("// --- docs/extending.md: src/sched/policies/fewest_pods.cc ---");
-  const size_t code_to = self->find("// --- end of the example ---");
-  REQUIRE(code_from < code_to);
-  std::istringstream code(self->substr(code_from, code_to - code_from));
+  std::istringstream code(compiledExample());
   std::string want, have;
   int matched = 0;
   while (std::getline(excerpt, want)) {
