@@ -34,6 +34,8 @@
 #include "troupe/sched/placement.h"
 #include "troupe/sched/pod_request.h"
 #include "troupe/sched/policy.h"
+#include "troupe/sched/queue_book.h"
+#include "troupe/sched/reclaim.h"
 #include "troupe/sched/request_mix.h"
 #include "troupe/sched/score_memo.h"
 
@@ -74,6 +76,12 @@ struct SchedulerConfig {
   // Network topology levels (node label keys, widest first) that gangs are packed into and
   // that troupe.dev/topology-required/-preferred name; empty turns them off.
   std::vector<std::string> topology_levels = model::defaultTopologyLevels();
+  // Queues (queue_book.h, reclaim.h): a pod may be reclaimed only after running this long; a
+  // reclaim in flight is given up (and may be planned again) after reclaim_timeout; reclaim
+  // off leaves admission and fair share on but never plans evictions.
+  std::chrono::milliseconds queue_min_runtime{std::chrono::minutes(5)};
+  std::chrono::milliseconds reclaim_timeout{std::chrono::minutes(2)};
+  bool reclaim = true;
 };
 
 // What prioritize says of one candidate node.
@@ -153,6 +161,23 @@ class Scheduler {
   // For each candidate node, keeps the victims only if evicting them lets the pod fit there.
   std::map<std::string, std::vector<std::string>> preempt(
       const PodFacts& pod, const std::map<std::string, std::vector<std::string>>& victims);
+
+  // --- queues (queue_book.h, reclaim.h) ----------------------------------------------------
+  // Replaces the queues; an empty tree turns queueing off (every pod admitted as before).
+  void setQueues(QueueTree tree);
+  // A Namespace's troupe.dev/default-queue annotation ("" when it has none).
+  void setNamespaceQueue(const std::string& ns, const std::string& queue);
+  // A GPU pod as the adapter sees it, pending or bound: it joins its queue's accounting
+  // (forgetPod and release take it out again). `since`: when it was created (pending) or
+  // started (bound), for the minimum runtime. Filter and reserve note the pods they see too.
+  void notePod(const PodFacts& pod, QueueClock::time_point since);
+  std::vector<QueueStatus> queueStatuses() const;
+  // The next reclaim to perform, or nullopt (none needed, reclaim off, or one in flight until
+  // its victims are gone or reclaim_timeout passes).
+  std::optional<ReclaimPlan> planReclaim();
+  // What the adapter did with a plan: `evicted` false (e.g. a PodDisruptionBudget refused a
+  // member's eviction in the dry run) ends it at once; `why` is counted and logged.
+  void reclaimFinished(const ReclaimPlan& plan, bool evicted, const std::string& why);
 
   // by_node is filled only while the GPU nodes number at most max_node_rows: a caller that
   // exports no per-node series at 10,000 nodes does not pay for 10,000 sorted rows.
