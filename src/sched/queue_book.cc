@@ -64,6 +64,7 @@ std::string numberText(double v) {
 void QueueBook::setQueues(QueueTree tree) {
   std::lock_guard lock(mu_);
   tree_ = std::move(tree);
+  enabled_.store(!tree_.empty(), std::memory_order_release);
   rebuildHeldLocked();
   std::erase_if(pending_fits_, [&](const auto& kv) { return !tree_.find(kv.first); });
   recomputeFairLocked();
@@ -79,10 +80,7 @@ void QueueBook::setNamespaceDefault(const std::string& ns, const std::string& qu
   }
 }
 
-bool QueueBook::enabled() const {
-  std::lock_guard lock(mu_);
-  return !tree_.empty();
-}
+bool QueueBook::enabled() const { return enabled_.load(std::memory_order_acquire); }
 
 Result<QueueMembership> QueueBook::membership(const PodFacts& pod) const {
   std::lock_guard lock(mu_);

@@ -214,6 +214,23 @@ TEST_CASE("queues: notePod counts valid GPU pods only", "[queue][scheduler]") {
   CHECK(f.status("a").allocated_milli == 0);
 }
 
+TEST_CASE("queues: a namespace's default queue, and the cluster default", "[queue][scheduler]") {
+  Fixture f;
+  f.s.setQueues(QueueTree::build({queue("team-b")}));
+  f.place(gpuPod("plain", 1));  // namespace "default" names no queue: the cluster default
+  f.s.setNamespaceQueue("default", "team-b");
+  f.place(gpuPod("in-b", 2));
+  f.place(Fixture::pod("own", 4, "default"));  // its own annotation wins
+  CHECK(f.status("default").allocated_milli == 5000);
+  CHECK(f.status("team-b").allocated_milli == 2000);
+  f.s.setNamespaceQueue("default", "gone");
+  FilterResult r = f.s.filter(gpuPod("lost", 1), f.nodes);
+  CHECK(r.unresolvable.size() == 3);
+  CHECK(contains(r.unresolvable.at("h0"), "troupe.dev/default-queue=\"gone\""));
+  f.s.setNamespaceQueue("default", "");
+  CHECK(f.s.filter(gpuPod("back", 1), f.nodes).passed.size() == 3);
+}
+
 TEST_CASE("queues: preempt keeps gangs whole and honours queues", "[queue][scheduler]") {
   Fixture f;
   QueueSpec prod = queue("prod");

@@ -13,6 +13,7 @@
 // starvation drain (gang_book.h) keeps backfill from delaying a reserved gang.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -132,6 +133,8 @@ class QueueBook {
   int64_t heldTotalLocked(const std::string& queue) const;
   int64_t shareLocked(const std::string& queue, const std::string& product) const;
 
+  // Read without the lock: with queueing off, filter pays for one atomic load and no more.
+  std::atomic<bool> enabled_{false};
   mutable std::mutex mu_;
   QueueTree tree_;
   std::map<std::string, std::string> namespace_defaults_;
