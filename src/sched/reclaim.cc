@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "troupe/sched/gang_planner.h"
+#include "troupe/sched/gpu_amount.h"
 #include "troupe/sched/placement.h"
 
 namespace troupe::sched {
@@ -412,13 +413,12 @@ class Planner {
 
     const QueueStatus& mine = *queues_.at(w.queue);
     std::string reason = "troupe: reclaimed for queue " + w.queue + " (holds " +
-                         formatGpus(mine.allocated_milli) + " of " + formatGpus(guaranteedTotal(mine.spec)) +
+                         gpusText(mine.allocated_milli) + " of " + gpusText(guaranteedTotal(mine.spec)) +
                          " guaranteed GPUs) so that ";
     if (w.gang) {
-      reason +=
-          "gang " + w.key + " (" + std::to_string(w.members) + " pods, " + formatGpus(w.milli) + " GPUs)";
+      reason += "gang " + w.key + " (" + std::to_string(w.members) + " pods, " + gpusText(w.milli) + " GPUs)";
     } else {
-      reason += "pod " + w.key + " (" + formatGpus(w.milli) + " GPUs)";
+      reason += "pod " + w.key + " (" + gpusText(w.milli) + " GPUs)";
     }
     reason += " fits: ";
     bool first = true;
@@ -426,9 +426,9 @@ class Planner {
       const QueueStatus& q = *queues_.at(name);
       if (!first) reason += "; ";
       first = false;
-      reason += "queue " + name + " holds " + formatGpus(q.allocated_milli) +
-                " GPUs, above its fair share of " + formatGpus(q.fair_share.total_milli) + ", and gives up " +
-                formatGpus(took.first) + " (" + std::to_string(took.second) +
+      reason += "queue " + name + " holds " + gpusText(q.allocated_milli) +
+                " GPUs, above its fair share of " + gpusText(q.fair_share.total_milli) + ", and gives up " +
+                gpusText(took.first) + " (" + std::to_string(took.second) +
                 (took.second == 1 ? " pod)" : " pods)");
     }
     plan.reason = std::move(reason);
@@ -444,18 +444,5 @@ class Planner {
 }  // namespace
 
 std::optional<ReclaimPlan> planReclaim(const ReclaimInput& input) { return Planner(input).plan(); }
-
-std::string formatGpus(int64_t milli) {
-  const int64_t per = model::kMilliPerGpu;
-  std::string out = milli < 0 ? "-" : "";
-  const int64_t abs = milli < 0 ? -milli : milli;
-  out += std::to_string(abs / per);
-  int64_t frac = abs % per;
-  if (frac == 0) return out;
-  std::string digits = std::to_string(frac);
-  digits.insert(0, 3 - digits.size(), '0');
-  while (!digits.empty() && digits.back() == '0') digits.pop_back();
-  return out + "." + digits;
-}
 
 }  // namespace troupe::sched

@@ -523,14 +523,6 @@ TEST_CASE("reclaim: the queue furthest below its guarantee first, then priority,
   CHECK(plan->for_key == "ns/a-old");
 }
 
-TEST_CASE("reclaim: formatGpus", "[reclaim]") {
-  CHECK(formatGpus(0) == "0");
-  CHECK(formatGpus(4000) == "4");
-  CHECK(formatGpus(2500) == "2.5");
-  CHECK(formatGpus(250) == "0.25");
-  CHECK(formatGpus(1005) == "1.005");
-}
-
 namespace {
 
 std::vector<std::string> lineageOf(const ReclaimInput& in, const std::string& queue) {

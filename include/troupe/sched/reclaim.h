@@ -86,7 +86,4 @@ struct ReclaimInput {
 // earliest start, then fewer pods, then names.
 std::optional<ReclaimPlan> planReclaim(const ReclaimInput& input);
 
-// milli-GPUs as GPUs for messages: "4", "2.5".
-std::string formatGpus(int64_t milli);
-
 }  // namespace troupe::sched
