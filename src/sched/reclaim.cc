@@ -345,9 +345,13 @@ class Planner {
                                                      const std::vector<const Unit*>& units) {
     std::optional<std::vector<const Unit*>> best;
     Cost best_cost;
+    // Only a node with a victim on it can gain room.
+    std::set<std::string> with_victims;
+    for (const Unit* u : units) with_victims.insert(u->nodes.begin(), u->nodes.end());
     for (const model::NodeState* node : input_.nodes) {
-      if (node->info().unschedulable || fitOf(findMisfit(*node, w.req)) == Fit::kNever) continue;
       const std::string& name = node->info().name;
+      if (!with_victims.contains(name)) continue;
+      if (node->info().unschedulable || fitOf(findMisfit(*node, w.req)) == Fit::kNever) continue;
       model::NodeState trial = *node;
       std::vector<const Unit*> chosen;
       Taken taken;
