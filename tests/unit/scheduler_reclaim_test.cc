@@ -131,6 +131,12 @@ TEST_CASE("scheduler reclaim: the victims' nodes are kept for the waiting queue"
   REQUIRE(other.failed.contains(node));
   CHECK(other.failed.at(node).find("is being freed for queue research") != std::string::npos);
   CHECK(other.categories["reclaim"] == 1);
+  // A gang of batch that is not planned yet is held back the same way.
+  PodFacts member = gpuPod("g-0", 4, {{kQueueKey, "batch"}, {kGangName, "g"}, {kGangSize, "1"}});
+  FilterResult gang = f.s->filter(member, {node});
+  CHECK(gang.passed.empty());
+  REQUIRE(gang.failed.contains(node));
+  CHECK(gang.failed.at(node).find("is being freed for queue research") != std::string::npos);
   FilterResult mine = f.s->filter(queuedPod("small", 4, "research"), {node});
   CHECK(mine.passed == std::vector<std::string>{node});
 
