@@ -26,6 +26,12 @@ std::optional<ReclaimPlan> Scheduler::planReclaim() {
     std::shared_lock lock(mu_);
     in.queues = queues_.statuses();
     in.pods = queues_.pods();
+    // A gang with a plan already holds its GPUs: its pending members wait for nothing more.
+    std::erase_if(in.pods, [&](const QueuedPod& p) {
+      if (p.bound() || p.gang.empty()) return false;
+      const GangBook::Progress progress = gangs_.progress(p.gang);
+      return progress.planned || progress.admitted;
+    });
     cluster_.forEachNode([&](const model::NodeState& node) {
       if (node.gpuCount() > 0) in.nodes.push_back(&node);
       return true;

@@ -44,14 +44,14 @@ struct Fleet {
   FakeClock clock;
   std::unique_ptr<Scheduler> s;
 
-  explicit Fleet(bool reclaim = true, bool queues = true) {
+  explicit Fleet(bool reclaim = true, bool queues = true, int64_t research_guaranteed = 8000) {
     SchedulerConfig c;
     c.clock = [this] { return clock.t; };
     c.queue_min_runtime = std::chrono::minutes(5);
     c.reclaim_timeout = std::chrono::minutes(2);
     c.reclaim = reclaim;
     s = std::make_unique<Scheduler>(c);
-    if (queues) s->setQueues(QueueTree::build({queue("batch"), queue("research", 8000)}));
+    if (queues) s->setQueues(QueueTree::build({queue("batch"), queue("research", research_guaranteed)}));
     REQUIRE(s->upsertNode(gpuNode("n0", 8)).isOk());
     REQUIRE(s->upsertNode(gpuNode("n1", 8)).isOk());
     for (int i = 0; i < 4; ++i) {
@@ -190,4 +190,24 @@ TEST_CASE("scheduler reclaim: off without queues or with reclaim off", "[reclaim
     CHECK(f.s->filter(queuedPod("train-0", 4, "research"), {"n0", "n1"}).passed.empty());
     CHECK_FALSE(f.s->planReclaim());
   }
+}
+
+TEST_CASE("scheduler reclaim: not for a gang whose plan already holds its GPUs", "[reclaim][scheduler]") {
+  Fleet f(true, true, 16000);
+  REQUIRE(f.s->upsertNode(gpuNode("n2", 8)).isOk());
+  auto member = [](int i) {
+    PodFacts p =
+        gpuPod("t-" + std::to_string(i), 4, {{kQueueKey, "research"}, {kGangName, "t"}, {kGangSize, "2"}});
+    p.priority = 10;  // ahead of solo, were it waiting
+    return p;
+  };
+  FilterResult first = f.s->filter(member(0), {"n0", "n1", "n2"});
+  REQUIRE(first.passed == std::vector<std::string>{"n2"});  // planned: both slots on n2, held
+  f.s->filter(member(1), {"n0", "n1", "n2"});
+  f.waiting("solo", 8);
+  // The gang's members are pending and no node has room, but their plan holds their GPUs: the
+  // reclaim is for solo.
+  std::optional<ReclaimPlan> plan = f.s->planReclaim();
+  REQUIRE(plan);
+  CHECK(plan->for_key == "default/solo");
 }
