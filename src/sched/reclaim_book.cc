@@ -54,6 +54,11 @@ bool ReclaimBook::finish(const ReclaimPlan& plan) {
   return true;
 }
 
+bool ReclaimBook::holding(TimePoint now) const {
+  std::lock_guard lock(mu_);
+  return activeLocked(now);
+}
+
 std::optional<std::string> ReclaimBook::refusal(const std::string& queue, const std::string& node,
                                                 TimePoint now) const {
   std::lock_guard lock(mu_);

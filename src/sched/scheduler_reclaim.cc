@@ -59,6 +59,7 @@ void Scheduler::reclaimFinished(const ReclaimPlan& plan, bool evicted, const std
 void Scheduler::holdForReclaimLocked(const std::string& queue, FilterResult& out,
                                      std::vector<const model::NodeState*>* passed_nodes) const {
   const Clock::time_point t = now();
+  if (!reclaim_.holding(t)) return;  // the usual case: one lock per filter, not one per node
   size_t kept = 0;
   for (size_t i = 0; i < out.passed.size(); ++i) {
     if (std::optional<std::string> why = reclaim_.refusal(queue, out.passed[i], t)) {

@@ -66,7 +66,10 @@ TEST_CASE("reclaim book: the deadline and the adapter end a plan", "[reclaim]") 
 TEST_CASE("reclaim book: the victims' nodes refuse other queues while it is in flight", "[reclaim]") {
   ReclaimBook book;
   CHECK_FALSE(book.refusal("batch", "n1", kT0));
+  CHECK_FALSE(book.holding(kT0));
   REQUIRE(book.start(twoVictims(), kT0, kT0 + std::chrono::minutes(2)));
+  CHECK(book.holding(kT0));
+  CHECK_FALSE(book.holding(kT0 + std::chrono::minutes(2)));
   std::optional<std::string> why = book.refusal("batch", "n1", kT0);
   REQUIRE(why);
   CHECK(*why ==

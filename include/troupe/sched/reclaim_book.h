@@ -32,6 +32,8 @@ class ReclaimBook {
   void podGone(const std::string& uid);
   // Ends the plan in flight if it is `plan` (same queue, pod and victims); false otherwise.
   bool finish(const ReclaimPlan& plan);
+  // Whether a plan holds nodes at `now`: filter's one check per call while none does.
+  bool holding(TimePoint now) const;
   // nullopt: a pod of `queue` may take GPUs on `node` at `now`; else why not, for filter.
   std::optional<std::string> refusal(const std::string& queue, const std::string& node, TimePoint now) const;
 
