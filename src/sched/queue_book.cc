@@ -67,6 +67,7 @@ void QueueBook::setQueues(QueueTree tree) {
   enabled_.store(!tree_.empty(), std::memory_order_release);
   rebuildHeldLocked();
   std::erase_if(pending_fits_, [&](const auto& kv) { return !tree_.find(kv.first); });
+  std::erase_if(fitting_ask_, [&](const auto& kv) { return !tree_.find(kv.first); });
   recomputeFairLocked();
   recomputeWaitingLocked();
 }
@@ -186,13 +187,24 @@ void QueueBook::recomputeWaitingLocked() {
   waiting_.clear();
   waiting_below_.clear();
   if (fair_.empty()) return;
-  // A queue waits for a product when a pending pod of it fits now, it asks for that product and
-  // it holds less of it than its fair share.
+  // A queue waits for a product when its first pending pod that fits now accepts that product
+  // and would be admitted on it: with the pod, the queue and every ancestor stay within their
+  // fair share of it and their limits. A queue whose next pod would itself go beyond its share
+  // holds nobody back: two queues each waiting for the other would leave GPUs idle for ever.
   for (const auto& [queue, d] : demandLocked()) {
     auto fits = pending_fits_.find(queue);
     if (fits == pending_fits_.end() || !fits->second) continue;
+    auto ask = fitting_ask_.find(queue);
+    if (ask == fitting_ask_.end()) continue;
+    const QueuedPod& pod = ask->second;
     for (const auto& [product, milli] : d.pending) {
-      if (milli <= 0 || heldLocked(queue, product) >= shareLocked(queue, product)) continue;
+      if (milli <= 0) continue;
+      if (!accepts(pod, product)) continue;
+      bool within = true;
+      for (const std::string& q : tree_.lineage(queue)) {
+        if (heldLocked(q, product) + pod.milli > shareLocked(q, product)) within = false;
+      }
+      if (!within || limitLocked(queue, pod.milli, product, "")) continue;
       waiting_[product].push_back(queue);
       for (const std::string& up : tree_.lineage(queue)) ++waiting_below_[product][up];
     }
@@ -216,6 +228,7 @@ void QueueBook::refresh(const ProductMilli& capacity, const std::function<bool(c
   // (priority, then arrival) that fits ends the search; a shape already found not to fit is
   // not asked again.
   std::map<std::string, bool> found;
+  std::map<std::string, QueuedPod> asks;
   for (auto& [queue, list] : pending) {
     std::sort(list.begin(), list.end(), [](const QueuedPod& a, const QueuedPod& b) {
       return std::tie(b.priority, a.since, a.uid) < std::tie(a.priority, b.since, b.uid);
@@ -226,6 +239,7 @@ void QueueBook::refresh(const ProductMilli& capacity, const std::function<bool(c
       if (!tried.insert({p.milli, p.models}).second) continue;
       if (fits(p)) {
         any = true;
+        asks[queue] = p;
         break;
       }
     }
@@ -233,6 +247,7 @@ void QueueBook::refresh(const ProductMilli& capacity, const std::function<bool(c
   }
   std::lock_guard lock(mu_);
   pending_fits_ = std::move(found);
+  fitting_ask_ = std::move(asks);
   recomputeWaitingLocked();
 }
 
@@ -302,7 +317,8 @@ std::optional<std::string> QueueBook::admit(const std::string& queue, int64_t mi
       if (std::find(other_line.begin(), other_line.end(), q) != other_line.end()) continue;
       const int64_t other_held = heldLocked(other, product);
       const int64_t other_share = shareLocked(other, product);
-      if (other_held >= other_share) continue;  // it caught up since the last refresh
+      // It caught up since the last refresh: its pod would now go beyond its share.
+      if (other_held + fitting_ask_.at(other).milli > other_share) continue;
       return via(q) + " above its fair share of " + productName(product) + " GPUs: with " +
              (gang.empty() ? "this pod" : "gang " + gang) + " it would hold " + gpusText(held + ask) +
              ", its fair share is " + gpusText(share) + "; queue " + other + " holds " +

@@ -507,10 +507,11 @@ std::map<std::string, std::vector<std::string>> Scheduler::preempt(
       continue;
     }
     std::vector<std::string> evict = uids;
+    // A gang is evicted whole or not at all, with or without queues.
+    if (!wholeGangsLocked(*node, evict)) continue;
     if (queues_on) {
       // A preemptor whose queue is at its limit takes nothing, whoever is evicted for it.
       if (queues_.limitReason(queue, req.value().totalMilli(), node->info().gpu_product)) continue;
-      if (!wholeGangsLocked(*node, evict)) continue;
       if (queues_.evictionVeto(evict)) continue;
     }
     model::NodeState trial = *node;  // a copy: evict the victims there, then check

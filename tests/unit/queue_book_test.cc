@@ -244,3 +244,25 @@ TEST_CASE("QueueBook: below its guarantee and children in the parent's numbers",
   CHECK(contains(statusOf(st, "x").explanation, "among 2 queues with demand on 6 contested H100 GPUs"));
   CHECK(contains(statusOf(st, "x").explanation, "4 guaranteed"));
 }
+
+TEST_CASE("QueueBook: two queues below their shares never hold each other back", "[queue][book]") {
+  // 8 GPUs, shares 4 and 4; each queue holds 3 and its next pod asks for 2. Neither pod keeps
+  // its queue within its share, so neither queue may hold the other back: both would wait for
+  // ever with 2 GPUs idle.
+  QueueBook book;
+  book.setQueues(QueueTree::build({queue("a"), queue("b")}));
+  book.upsertPod(pod("a1", "a", 3000, "n1", "H100"));
+  book.upsertPod(pod("b1", "b", 3000, "n1", "H100"));
+  book.upsertPod(pod("a2", "a", 2000));
+  book.upsertPod(pod("b2", "b", 2000));
+  book.refresh({{"H100", 8000}}, kAllFit);
+  CHECK_FALSE(book.admit("a", 2000, "H100"));
+  CHECK_FALSE(book.admit("b", 2000, "H100"));
+  // A pod that keeps its queue within its share does hold the other queue back.
+  book.upsertPod(pod("b2", "b", 1000));
+  book.refresh({{"H100", 8000}}, kAllFit);
+  const std::optional<std::string> held = book.admit("a", 2000, "H100");
+  REQUIRE(held);
+  CHECK(contains(*held, "queue b"));
+  CHECK_FALSE(book.admit("b", 1000, "H100"));
+}

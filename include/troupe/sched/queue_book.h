@@ -142,12 +142,17 @@ class QueueBook {
   ProductMilli capacity_;
   std::map<std::string, FairShare> fair_;
   std::map<std::string, bool> pending_fits_;
+  // Per queue, its first pending pod (in its order) that fits now.
+  std::map<std::string, QueuedPod> fitting_ask_;
   std::map<std::string, std::map<std::string, uint64_t>> evictions_;
   // Bound GPUs of each queue with its children: per product and in all; and of each gang.
   std::map<std::string, ProductMilli> held_;
   std::map<std::string, int64_t> held_total_;
   std::map<std::string, int64_t> gang_held_;
-  // Product -> the queues waiting for it (refresh()), and how many of those are in each
+  // Product -> the queues waiting for it (refresh()): below their fair share of it, with a
+  // pending pod that fits now, accepts it and would be admitted (it keeps the queue and its
+  // ancestors within their share and limits). Only such a queue holds others back, so the one
+  // it holds back never holds it back in turn. And how many of those are in each
   // queue's subtree, so admission knows in O(depth) whether someone outside is waiting.
   std::map<std::string, std::vector<std::string>> waiting_;
   std::map<std::string, std::map<std::string, int>> waiting_below_;

@@ -160,6 +160,8 @@ class Scheduler {
   void setGangObserver(GangObserver observer);
 
   // For each candidate node, keeps the victims only if evicting them lets the pod fit there.
+  // A victim's gang goes whole: its mates on the node join the victims, and a node is left out
+  // when the gang also runs elsewhere. With queues, also the rules of docs/queues.md#preemption.
   std::map<std::string, std::vector<std::string>> preempt(
       const PodFacts& pod, const std::map<std::string, std::vector<std::string>>& victims);
 
