@@ -120,6 +120,7 @@ def test_queue_examples_apply_and_their_pods_join_the_queues_they_name(kube, nam
         default_queue = ns_doc["metadata"]["annotations"]["troupe.dev/default-queue"]
         assert default_queue == "research-nlp"
         kube.kubectl("annotate", "namespace", namespace, "--overwrite", f"troupe.dev/default-queue={default_queue}")
+        time.sleep(2)  # Troupe's Namespace watch sees the annotation before the pods arrive
         with open(os.path.join(QUEUE_EXAMPLES, "pods.yaml"), encoding="utf-8") as f:
             pods = [d for d in yaml.safe_load_all(f) if d]
         assert sorted(p["metadata"]["name"] for p in pods) == ["nlp-train", "vision-eval", "vision-kueue"]
