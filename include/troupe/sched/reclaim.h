@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "troupe/model/node.h"
+#include "troupe/sched/pod_request.h"
 #include "troupe/sched/queue_book.h"
 
 namespace troupe::sched {
@@ -40,5 +42,48 @@ struct ReclaimPlan {
   // Said on each victim's eviction Event and on the waiting pod: who is evicted for whom, and why.
   std::string reason;
 };
+
+// What the planner reads: a snapshot, taken under the Scheduler's locks; it keeps no pointer
+// beyond the call.
+struct ReclaimInput {
+  // Every queue (QueueBook::statuses()): spec (parent, guaranteed, preemptible), allocated and
+  // fair share. Invalid ones are ignored; ancestors are followed through spec.parent.
+  std::vector<QueueStatus> queues;
+  std::vector<QueuedPod> pods;  // pending and bound
+  // The GPU nodes as they are now; a victim is taken off a copy of its node, never the node.
+  std::vector<const model::NodeState*> nodes;
+  // A pending pod's request; unset, or nullopt for a pod: derived from its milli and models
+  // (a multiple of 1000: that many whole GPUs, else a share of one GPU).
+  std::function<std::optional<GpuRequest>(const QueuedPod&)> request;
+  std::vector<std::string> topology_levels;  // for planGang
+  QueueClock::time_point now{};
+  std::chrono::milliseconds min_runtime{0};
+};
+
+// The next reclaim, or nullopt when none is needed or none would make a waiting pod fit.
+//
+// Waiting queues: valid queues holding less than their guarantee (in all products together:
+// guaranteed.milli, else the sum of its per-product amounts), furthest below it first (the
+// smallest held fraction, then the larger shortfall, then the name). In each, the waiting pods
+// that fit nowhere now, highest priority first, then oldest, then by key; a gang is one
+// candidate made of its pending members (priority the highest, age the oldest of them). A
+// candidate whose ask would take its queue above its guarantee is not reclaimed for: reclaim
+// gives a queue its guarantee, never more. The first candidate that a plan can make fit wins.
+//
+// Victims ("units": a pod on its own, or every bound member of a gang) qualify when each
+// member's queue is valid, preemptible, above its fair share (allocated_milli >
+// fair_share.total_milli), outside the waiting queue's lineage, and the member has run at
+// least min_runtime. A unit is added only while its queue and that queue's ancestors (those
+// not shared with the waiting queue) keep their guarantee, in all and per product.
+//
+// Choice: units in cost order (fewest milli-GPUs, then lowest priority, then most recently
+// started, then key). A waiting pod: for each node it could use, the units on that node are
+// added in that order until the pod fits there; a waiting gang: units from anywhere are added
+// until planGang places all its members on the trial nodes. Then each unit, the costliest
+// first, is dropped again if the waiting pod (gang) still fits without it, so no unit of a
+// plan is removable (minimal; for a gang not always the cheapest set). Of the per-node plans
+// the cheapest set wins: fewest milli-GPUs, then the lowest highest priority, then the latest
+// earliest start, then fewer pods, then names.
+std::optional<ReclaimPlan> planReclaim(const ReclaimInput& input);
 
 }  // namespace troupe::sched

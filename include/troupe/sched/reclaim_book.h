@@ -1,0 +1,48 @@
+// The reclaim in flight (reclaim.h): at most one at a time. While it is, the GPUs its victims
+// free are meant for the waiting queue, so the victims' nodes refuse pods of other queues. It
+// ends when every victim is gone, when its deadline passes, or when the adapter gives it up.
+//
+// Thread-safe: its own lock, never held while calling out, so the Scheduler may ask it under
+// its model lock.
+#pragma once
+
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "troupe/sched/reclaim.h"
+
+namespace troupe::sched {
+
+class ReclaimBook {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+
+  // Holds `plan` until `deadline`; false (and nothing changes) while another is in flight at
+  // `now`, or when the plan has no victims.
+  bool start(const ReclaimPlan& plan, TimePoint now, TimePoint deadline);
+  // Whether a plan is in flight at `now`; one past its deadline ends here.
+  bool inFlight(TimePoint now);
+  // The plan in flight (ended ones are not), as started.
+  std::optional<ReclaimPlan> current(TimePoint now);
+  // A pod is gone (deleted, or its GPUs released): a victim leaves the plan, and the plan ends
+  // with its last victim. Any other uid changes nothing.
+  void podGone(const std::string& uid);
+  // Ends the plan in flight if it is `plan` (same queue, pod and victims); false otherwise.
+  bool finish(const ReclaimPlan& plan);
+  // nullopt: a pod of `queue` may take GPUs on `node` at `now`; else why not, for filter.
+  std::optional<std::string> refusal(const std::string& queue, const std::string& node, TimePoint now) const;
+
+ private:
+  bool activeLocked(TimePoint now) const { return plan_ && now < deadline_; }
+
+  mutable std::mutex mu_;
+  std::optional<ReclaimPlan> plan_;
+  TimePoint deadline_{};
+  std::set<std::string> waiting_for_;  // victims' uids not yet gone
+  std::set<std::string> nodes_;        // the victims' nodes
+};
+
+}  // namespace troupe::sched

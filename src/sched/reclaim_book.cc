@@ -1,0 +1,65 @@
+#include "troupe/sched/reclaim_book.h"
+
+namespace troupe::sched {
+namespace {
+
+bool samePlan(const ReclaimPlan& a, const ReclaimPlan& b) {
+  if (a.queue != b.queue || a.for_key != b.for_key || a.victims.size() != b.victims.size()) return false;
+  for (size_t i = 0; i < a.victims.size(); ++i) {
+    if (a.victims[i].uid != b.victims[i].uid) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ReclaimBook::start(const ReclaimPlan& plan, TimePoint now, TimePoint deadline) {
+  std::lock_guard lock(mu_);
+  if (plan_ && now >= deadline_) plan_.reset();
+  if (plan_) return false;
+  if (plan.victims.empty()) return false;
+  plan_ = plan;
+  deadline_ = deadline;
+  waiting_for_.clear();
+  nodes_.clear();
+  for (const ReclaimVictim& v : plan.victims) {
+    waiting_for_.insert(v.uid);
+    nodes_.insert(v.node);
+  }
+  return true;
+}
+
+bool ReclaimBook::inFlight(TimePoint now) {
+  std::lock_guard lock(mu_);
+  if (plan_ && now >= deadline_) plan_.reset();
+  return plan_.has_value();
+}
+
+std::optional<ReclaimPlan> ReclaimBook::current(TimePoint now) {
+  std::lock_guard lock(mu_);
+  if (plan_ && now >= deadline_) plan_.reset();
+  return plan_;
+}
+
+void ReclaimBook::podGone(const std::string& uid) {
+  std::lock_guard lock(mu_);
+  if (!plan_ || waiting_for_.erase(uid) == 0) return;
+  if (waiting_for_.empty()) plan_.reset();
+}
+
+bool ReclaimBook::finish(const ReclaimPlan& plan) {
+  std::lock_guard lock(mu_);
+  if (!plan_ || !samePlan(*plan_, plan)) return false;
+  plan_.reset();
+  return true;
+}
+
+std::optional<std::string> ReclaimBook::refusal(const std::string& queue, const std::string& node,
+                                                TimePoint now) const {
+  std::lock_guard lock(mu_);
+  if (!activeLocked(now) || queue == plan_->queue || !nodes_.contains(node)) return std::nullopt;
+  return "troupe: node " + node + " is being freed for queue " + plan_->queue + " (reclaim for " +
+         plan_->for_key + "); pods of queue " + queue + " may use it once the reclaim ends";
+}
+
+}  // namespace troupe::sched
