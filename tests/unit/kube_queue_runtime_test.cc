@@ -231,11 +231,13 @@ TEST_CASE("queue status: a merge PATCH of the status subresource, only when it c
   REQUIRE(w.patches.size() == 1);
   CHECK(w.api.count("PATCH", "/apis/troupe.dev/v1alpha1/queues/team-a/status") == 1);
   const json& st = w.patches[0]["status"];
-  CHECK(st["allocated"]["gpus"] == 2.5);
-  CHECK(st["allocated"]["products"]["NVIDIA-H100-80GB-HBM3"] == 2.5);
-  CHECK(st["pending"]["gpus"] == 4.0);
+  // The CRD's int-or-string: a fraction as a string, whole GPUs as an integer.
+  CHECK(st["allocated"]["gpus"] == "2.5");
+  CHECK(st["allocated"]["products"]["NVIDIA-H100-80GB-HBM3"] == "2.5");
+  CHECK(st["pending"]["gpus"] == 4);
+  CHECK(st["pending"]["gpus"].is_number_integer());
   CHECK(st["pending"]["pods"] == 2);
-  CHECK(st["fairShare"]["gpus"] == 16.0);
+  CHECK(st["fairShare"]["gpus"] == 16);
   CHECK(st["dominantShare"] == 0.0391);
   CHECK(st["running"] == 3);
   CHECK(st["explanation"] == "fair share 16 GPUs: weight 2 of 4");

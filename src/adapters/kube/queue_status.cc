@@ -11,7 +11,11 @@ namespace {
 
 using adapters::Json;
 
-double gpus(int64_t milli) { return static_cast<double>(milli) / 1000.0; }
+// The CRD's amounts are int-or-string: whole GPUs as an integer, a fraction as "2.5".
+Json gpus(int64_t milli) {
+  if (milli % 1000 == 0) return milli / 1000;
+  return adapters::formatGpuAmount(milli);
+}
 
 Json amounts(int64_t total_milli, const sched::ProductMilli& products) {
   Json per = Json::object();

@@ -6,8 +6,9 @@
 // A condition's lastTransitionTime changes only when its status does (the first write after a
 // start keeps the times the object already shows).
 //
-// GPU amounts are numbers of GPUs (2.5 = two and a half). Written every few seconds as a merge
-// PATCH of the status subresource, only for queues whose status changed since the last write.
+// GPU amounts are GPUs as the CRD's int-or-string: an integer when whole, else a string ("2.5").
+// Written every few seconds as a merge PATCH of the status subresource, only for queues whose
+// status changed since the last write.
 #pragma once
 
 #include <chrono>
