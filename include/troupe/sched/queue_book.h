@@ -104,6 +104,18 @@ class QueueBook {
   std::vector<QueueStatus> statuses() const;  // every queue, valid and invalid, sorted by name
 
  private:
+  // Adds (sign 1) or takes out (-1) a bound pod's GPUs in its queue and every ancestor.
+  void accountLocked(const QueuedPod& pod, int sign);
+  void rebuildHeldLocked();
+  // Each queue's own demand (its pods, not its children's), pending asks spread over products.
+  std::map<std::string, QueueDemand> demandLocked() const;
+  void recomputeFairLocked();
+  // Which queues are below their fair share of a product with pending pods that fit and accept it.
+  void recomputeWaitingLocked();
+  int64_t heldLocked(const std::string& queue, const std::string& product) const;
+  int64_t heldTotalLocked(const std::string& queue) const;
+  int64_t shareLocked(const std::string& queue, const std::string& product) const;
+
   mutable std::mutex mu_;
   QueueTree tree_;
   std::map<std::string, std::string> namespace_defaults_;
@@ -112,6 +124,14 @@ class QueueBook {
   std::map<std::string, FairShare> fair_;
   std::map<std::string, bool> pending_fits_;
   std::map<std::string, std::map<std::string, uint64_t>> evictions_;
+  // Bound GPUs of each queue with its children: per product and in all; and of each gang.
+  std::map<std::string, ProductMilli> held_;
+  std::map<std::string, int64_t> held_total_;
+  std::map<std::string, int64_t> gang_held_;
+  // Product -> the queues waiting for it (refresh()), and how many of those are in each
+  // queue's subtree, so admission knows in O(depth) whether someone outside is waiting.
+  std::map<std::string, std::vector<std::string>> waiting_;
+  std::map<std::string, std::map<std::string, int>> waiting_below_;
 };
 
 }  // namespace troupe::sched

@@ -79,6 +79,7 @@ class QueueTree {
  private:
   std::vector<QueueSpec> queues_;
   std::map<std::string, size_t> index_;
+  std::map<std::string, std::vector<std::string>> children_;  // parent ("" = top) -> sorted names
   std::map<std::string, std::string> invalid_;
   std::string default_queue_ = kDefaultQueueName;
 };
