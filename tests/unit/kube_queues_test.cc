@@ -5,6 +5,7 @@
 
 #include "adapters/common/gpu_amount.h"
 #include "adapters/kube/queues.h"
+#include "troupe/sched/gpu_amount.h"
 
 namespace {
 
@@ -87,8 +88,8 @@ TEST_CASE("queue decoding: errors name the queue, the field, the value and the f
 }
 
 TEST_CASE("queue decoding: GPU amounts in milli-GPUs, read back as printed", "[kube][queue]") {
-  using troupe::adapters::formatGpuAmount;
   using troupe::adapters::parseGpuAmount;
+  using troupe::sched::gpusText;
   CHECK(parseGpuAmount("8").value() == 8000);
   CHECK(parseGpuAmount("2.5").value() == 2500);
   CHECK(parseGpuAmount("500m").value() == 500);
@@ -96,14 +97,14 @@ TEST_CASE("queue decoding: GPU amounts in milli-GPUs, read back as printed", "[k
   CHECK_FALSE(parseGpuAmount("").isOk());
   CHECK_FALSE(parseGpuAmount("-1").isOk());
   CHECK_FALSE(parseGpuAmount("1Ei").isOk());  // beyond any cluster
-  CHECK(formatGpuAmount(8000) == "8");
-  CHECK(formatGpuAmount(2500) == "2.5");
-  CHECK(formatGpuAmount(125) == "0.125");
-  CHECK(formatGpuAmount(1) == "0.001");
-  CHECK(formatGpuAmount(-1500) == "-1.5");
+  CHECK(gpusText(8000) == "8");
+  CHECK(gpusText(2500) == "2.5");
+  CHECK(gpusText(125) == "0.125");
+  CHECK(gpusText(1) == "0.001");
+  CHECK(gpusText(-1500) == "-1.5");
   for (int64_t milli : {0, 1, 10, 999, 1000, 1001, 2500, 123456789}) {
     INFO(milli);
-    CHECK(parseGpuAmount(formatGpuAmount(milli)).value() == milli);
+    CHECK(parseGpuAmount(gpusText(milli)).value() == milli);
   }
   // A JSON number with a fraction is an amount too.
   auto q = decodeQueue(queue(R"({"metadata":{"name":"q"},"spec":{"limit":{"gpus":1.5}}})"));

@@ -31,18 +31,6 @@ Result<int64_t> parseGpuAmount(std::string_view text) {
   return milli.value();
 }
 
-std::string formatGpuAmount(int64_t milli) {
-  const bool negative = milli < 0;
-  const uint64_t m = negative ? 0 - static_cast<uint64_t>(milli) : static_cast<uint64_t>(milli);
-  std::string out = (negative ? "-" : "") + std::to_string(m / 1000);
-  if (uint64_t frac = m % 1000; frac != 0) {
-    std::string digits = std::to_string(frac + 1000).substr(1);  // three digits, leading zeros kept
-    while (digits.back() == '0') digits.pop_back();
-    out += "." + digits;
-  }
-  return out;
-}
-
 Status checkQueueWeight(double weight) {
   if (std::isfinite(weight) && weight > 0) return Status::ok();
   std::ostringstream shown;

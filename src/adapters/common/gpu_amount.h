@@ -11,13 +11,10 @@
 
 namespace troupe::adapters {
 
-// Milli-GPUs of `text` ("8" -> 8000, "2.5" -> 2500, "500m" -> 500). The error says what was
-// given and what is accepted, without the field's name (the caller adds it).
+// Milli-GPUs of `text` ("8" -> 8000, "2.5" -> 2500, "500m" -> 500); it reads sched::gpusText's
+// output back to the same value. The error says what was given and what is accepted, without
+// the field's name (the caller adds it).
 Result<int64_t> parseGpuAmount(std::string_view text);
-
-// Milli-GPUs as GPUs, as short as exact: 8000 -> "8", 2500 -> "2.5", 125 -> "0.125". What
-// parseGpuAmount reads back to the same value.
-std::string formatGpuAmount(int64_t milli);
 
 // A queue's weight: a positive finite number. The error says what was given and the fix.
 Status checkQueueWeight(double weight);

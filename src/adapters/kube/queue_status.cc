@@ -2,9 +2,9 @@
 
 #include <cmath>
 
-#include "adapters/common/gpu_amount.h"
 #include "adapters/kube/kube_objects.h"
 #include "adapters/kube/queues.h"
+#include "troupe/sched/gpu_amount.h"
 
 namespace troupe::kube {
 namespace {
@@ -14,7 +14,7 @@ using adapters::Json;
 // The CRD's amounts are int-or-string: whole GPUs as an integer, a fraction as "2.5".
 Json gpus(int64_t milli) {
   if (milli % 1000 == 0) return milli / 1000;
-  return adapters::formatGpuAmount(milli);
+  return sched::gpusText(milli);
 }
 
 Json amounts(int64_t total_milli, const sched::ProductMilli& products) {
@@ -41,7 +41,7 @@ std::vector<QueueCondition> queueConditions(const sched::QueueStatus& s,
                                             const std::vector<QueueCondition>& previous,
                                             const std::string& now) {
   std::vector<QueueCondition> out;
-  const std::string holds = "holds " + adapters::formatGpuAmount(s.allocated_milli) + " GPUs";
+  const std::string holds = "holds " + sched::gpusText(s.allocated_milli) + " GPUs";
   if (!s.invalid.empty()) {
     out.push_back(condition("Valid", false, "Invalid", s.invalid));
     out.push_back(condition("BelowGuaranteed", false, "Invalid", "the queue is not used"));
@@ -51,8 +51,8 @@ std::vector<QueueCondition> queueConditions(const sched::QueueStatus& s,
     const sched::GpuQuota& g = s.spec.guaranteed;
     if (s.below_guaranteed) {
       out.push_back(condition("BelowGuaranteed", true, "BelowGuaranteed",
-                              holds + " of " + adapters::formatGpuAmount(g.milli.value_or(0)) +
-                                  " guaranteed, with " + std::to_string(s.pending_pods) + " pods pending"));
+                              holds + " of " + sched::gpusText(g.milli.value_or(0)) + " guaranteed, with " +
+                                  std::to_string(s.pending_pods) + " pods pending"));
     } else if (g.empty()) {
       out.push_back(
           condition("BelowGuaranteed", false, "NoGuarantee", "nothing is guaranteed to this queue"));
@@ -61,7 +61,7 @@ std::vector<QueueCondition> queueConditions(const sched::QueueStatus& s,
           condition("BelowGuaranteed", false, "GuaranteeMet",
                     holds + (s.pending_pods > 0 ? ", at least its guarantee" : "; no pods pending")));
     }
-    const std::string share = "fair share " + adapters::formatGpuAmount(s.fair_share.total_milli) + " GPUs";
+    const std::string share = "fair share " + sched::gpusText(s.fair_share.total_milli) + " GPUs";
     out.push_back(s.above_fair_share
                       ? condition("AboveFairShare", true, "AboveFairShare", holds + ", " + share)
                       : condition("AboveFairShare", false, "WithinFairShare", holds + ", " + share));

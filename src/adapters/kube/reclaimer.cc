@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "adapters/common/gpu_amount.h"
+#include "troupe/sched/gpu_amount.h"
 
 namespace troupe::kube {
 namespace {
@@ -64,7 +64,7 @@ Reclaimer::Outcome Reclaimer::runOnce() {
   std::optional<sched::ReclaimPlan> plan = core_.plan();
   if (!plan) return Outcome::kNothing;
   ++stats_.plans;
-  const std::string freed = adapters::formatGpuAmount(plan->freed_milli);
+  const std::string freed = sched::gpusText(plan->freed_milli);
   auto blocked = [&](const std::string& why) {
     ++stats_.blocked;
     logger_.warn("reclaim blocked", {{"queue", plan->queue}, {"for", plan->for_key}, {"why", why}});

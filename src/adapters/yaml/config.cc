@@ -10,6 +10,7 @@
 
 #include "adapters/common/gpu_amount.h"
 #include "troupe/sched/gang.h"
+#include "troupe/sched/gpu_amount.h"
 #include "troupe/sched/policy_registry.h"
 
 namespace troupe::config {
@@ -496,11 +497,11 @@ std::string formatDuration(std::chrono::milliseconds d) {
 // Amounts as parseGpuAmount reads them back: 8, 2.5, 0.125.
 void formatGpuQuota(YAML::Emitter& out, const sched::GpuQuota& quota) {
   out << YAML::BeginMap;
-  if (quota.milli) out << YAML::Key << "gpus" << YAML::Value << adapters::formatGpuAmount(*quota.milli);
+  if (quota.milli) out << YAML::Key << "gpus" << YAML::Value << sched::gpusText(*quota.milli);
   if (!quota.product_milli.empty()) {
     out << YAML::Key << "products" << YAML::Value << YAML::BeginMap;
     for (const auto& [product, milli] : quota.product_milli)
-      out << YAML::Key << product << YAML::Value << adapters::formatGpuAmount(milli);
+      out << YAML::Key << product << YAML::Value << sched::gpusText(milli);
     out << YAML::EndMap;
   }
   out << YAML::EndMap;
