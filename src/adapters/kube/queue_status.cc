@@ -95,7 +95,7 @@ Json queueStatusPatch(const sched::QueueStatus& s, const std::vector<QueueCondit
       {"dominantShare", std::isfinite(dominant) ? dominant : 0.0},
       {"running", s.running_pods},
       {"conditions", conds},
-      {"explanation", (s.invalid.empty() ? s.explanation : s.invalid).substr(0, 2048)},
+      {"explanation", (s.explanation.empty() ? s.invalid : s.explanation).substr(0, 2048)},
   };
   return Json{{"status", status}};
 }
