@@ -279,7 +279,13 @@ void ClusterSync::endPodList() {
     }
     for (const std::string& uid : gone) forgetPodLocked(uid);
     for (auto it = pending_.begin(); it != pending_.end();) {
-      it = it->second.generation != pod_generation_ ? pending_.erase(it) : std::next(it);
+      if (it->second.generation == pod_generation_) {
+        ++it;
+        continue;
+      }
+      // Deleted while the watch was down: out of its queue's pending demand (and its gang).
+      scheduler_.forgetPod(it->first);
+      it = pending_.erase(it);
     }
     if (!gone.empty()) {
       logger_.info("relist: pods gone while the watch was down", {{"released", std::to_string(gone.size())}});
