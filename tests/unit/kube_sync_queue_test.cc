@@ -75,3 +75,19 @@ TEST_CASE("queue accounting from the pod watch: pending, bound, deleted", "[kube
   w.pod(queued("b", 4), WatchEventType::kDeleted);
   CHECK(w.status("team-a").pending_pods == 0);
 }
+
+TEST_CASE("queue accounting: a pending pod deleted while the watch was down leaves with the relist",
+          "[kube][queue][sync]") {
+  World w;
+  auto& h = w.sync.podHandler();
+  h.beginList();
+  h.listed(toKube(queued("a", 2)));
+  h.listed(toKube(queued("b", 1)));
+  h.endList();
+  CHECK(w.status("team-a").pending_pods == 2);
+  h.beginList();
+  h.listed(toKube(queued("a", 2)));
+  h.endList();
+  CHECK(w.status("team-a").pending_pods == 1);
+  CHECK(w.status("team-a").pending_milli == 2000);
+}
