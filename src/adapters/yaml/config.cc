@@ -579,7 +579,9 @@ std::string formatServeConfig(const ServeConfig& c) {
   out << YAML::Key << "minRuntime" << YAML::Value << formatDuration(q.min_runtime);
   out << YAML::Key << "reclaim" << YAML::Value << q.reclaim;
   out << YAML::Key << "reclaimTimeout" << YAML::Value << formatDuration(q.reclaim_timeout);
-  out << YAML::Key << "definitions" << YAML::Value << YAML::BeginSeq;
+  out << YAML::Key << "definitions" << YAML::Value;
+  if (q.definitions.empty()) out << YAML::Flow;  // "definitions: []", as the chart writes it
+  out << YAML::BeginSeq;
   for (const sched::QueueSpec& spec : q.definitions) formatQueueDefinition(out, spec);
   out << YAML::EndSeq;
   out << YAML::EndMap;
