@@ -496,6 +496,7 @@ std::string formatDuration(std::chrono::milliseconds d) {
 
 // Amounts as parseGpuAmount reads them back: 8, 2.5, 0.125.
 void formatGpuQuota(YAML::Emitter& out, const sched::GpuQuota& quota) {
+  if (quota.empty()) out << YAML::Flow;  // "{}": nothing set
   out << YAML::BeginMap;
   if (quota.milli) out << YAML::Key << "gpus" << YAML::Value << sched::gpusText(*quota.milli);
   if (!quota.product_milli.empty()) {
