@@ -115,6 +115,7 @@ Status Scheduler::recordAllocation(const model::Allocation& allocation) {
 
 bool Scheduler::release(const std::string& pod_uid) {
   queues_.removePod(pod_uid);
+  reclaim_.podGone(pod_uid);
   return withGangs([&](std::vector<Completion>* out) {
     if (!cluster_.nodeOf(pod_uid)) return false;
     const bool removed = cluster_.release(pod_uid);
@@ -226,6 +227,7 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
           // is not counted twice), or its plan would hold GPUs the queue may not take.
           held_back.passed = node_names;
           holdBackLocked(queue, spec.min_member * req.value().totalMilli(), spec.key, held_back, nullptr);
+          holdForReclaimLocked(queue, held_back, nullptr);
           candidates = std::move(held_back.passed);
           held_back.passed.clear();
           offered = &candidates;
@@ -248,7 +250,10 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
   std::shared_lock lock(mu_);
   std::vector<const model::NodeState*> passed_nodes;
   out = filterSingleLocked(req.value(), node_names, "", &passed_nodes);
-  if (!queue.empty()) holdBackLocked(queue, req.value().totalMilli(), "", out, &passed_nodes);
+  if (!queue.empty()) {
+    holdBackLocked(queue, req.value().totalMilli(), "", out, &passed_nodes);
+    holdForReclaimLocked(queue, out, &passed_nodes);
+  }
   if (config_.narrow_to_best && out.passed.size() > 1) {
     const int best = narrowToBest(*config_.policy, req.value(), mix_window_.current(),
                                   config_.remember_scores ? &score_memo_ : nullptr, passed_nodes, out);
@@ -456,6 +461,7 @@ void Scheduler::forgetPod(const std::string& pod_uid) {
   if (pod_uid.empty()) return;
   pending_.forget(pod_uid);
   queues_.removePod(pod_uid);
+  reclaim_.podGone(pod_uid);
   {
     std::shared_lock lock(mu_);
     if (!gangs_.isMember(pod_uid)) return;  // most pods are in no gang: no exclusive lock

@@ -36,6 +36,7 @@
 #include "troupe/sched/policy.h"
 #include "troupe/sched/queue_book.h"
 #include "troupe/sched/reclaim.h"
+#include "troupe/sched/reclaim_book.h"
 #include "troupe/sched/request_mix.h"
 #include "troupe/sched/score_memo.h"
 
@@ -226,6 +227,11 @@ class Scheduler {
   // given, is kept in step with out.passed.
   void holdBackLocked(const std::string& queue, int64_t milli, const std::string& gang, FilterResult& out,
                       std::vector<const model::NodeState*>* passed_nodes) const;
+  // Moves the passed nodes that a reclaim in flight keeps for another queue into failed, with
+  // the reclaim's reason (category "reclaim"); caller holds mu_. Defined in
+  // scheduler_reclaim.cc with planReclaim and reclaimFinished.
+  void holdForReclaimLocked(const std::string& queue, FilterResult& out,
+                            std::vector<const model::NodeState*>* passed_nodes) const;
   // The book's bound pods after binds answered under mu_ (exclusive): a gang's barrier
   // releases every member at once.
   void markBoundLocked(const std::vector<Completion>& completions);
@@ -248,7 +254,8 @@ class Scheduler {
   GangBook gangs_;
   mutable ScoreMemo score_memo_;  // narrowing values; has its own lock
 
-  QueueBook queues_;  // own lock; taken inside mu_, never around it
+  QueueBook queues_;     // own lock; taken inside mu_, never around it
+  ReclaimBook reclaim_;  // the reclaim in flight; own lock, taken inside mu_, never around it
   mutable std::mutex queue_refresh_mu_;
   Clock::time_point queues_refreshed_{};
 

@@ -1,0 +1,79 @@
+// The Scheduler's reclaim (reclaim.h, reclaim_book.h): planning from a snapshot taken under the
+// model lock, the plan in flight, and the hold that keeps the victims' nodes for the waiting
+// queue meanwhile.
+#include <algorithm>
+
+#include "troupe/sched/scheduler.h"
+
+namespace troupe::sched {
+
+std::optional<ReclaimPlan> Scheduler::planReclaim() {
+  if (!config_.reclaim || !queues_.enabled()) return std::nullopt;
+  const Clock::time_point t = now();
+  if (reclaim_.inFlight(t)) return std::nullopt;
+  ReclaimInput in;
+  in.topology_levels = config_.topology_levels;
+  in.now = t;
+  in.min_runtime = config_.queue_min_runtime;
+  // The request filter parsed, where it has seen the pod; else the planner derives one.
+  in.request = [this](const QueuedPod& p) -> std::optional<GpuRequest> {
+    std::optional<PendingPod> known = pending_.find(p.uid);
+    if (!known) return std::nullopt;
+    return known->request;
+  };
+  std::optional<ReclaimPlan> plan;
+  {
+    std::shared_lock lock(mu_);
+    in.queues = queues_.statuses();
+    in.pods = queues_.pods();
+    // A gang with a plan already holds its GPUs: its pending members wait for nothing more.
+    std::erase_if(in.pods, [&](const QueuedPod& p) {
+      if (p.bound() || p.gang.empty()) return false;
+      const GangBook::Progress progress = gangs_.progress(p.gang);
+      return progress.planned || progress.admitted;
+    });
+    cluster_.forEachNode([&](const model::NodeState& node) {
+      if (node.gpuCount() > 0) in.nodes.push_back(&node);
+      return true;
+    });
+    // By name: the plan must not depend on the model's hash order.
+    std::sort(in.nodes.begin(), in.nodes.end(), [](const model::NodeState* a, const model::NodeState* b) {
+      return a->info().name < b->info().name;
+    });
+    plan = sched::planReclaim(in);
+  }
+  if (!plan || !reclaim_.start(*plan, t, t + config_.reclaim_timeout)) return std::nullopt;
+  return plan;
+}
+
+void Scheduler::reclaimFinished(const ReclaimPlan& plan, bool evicted, const std::string& why) {
+  if (!evicted) {
+    reclaim_.finish(plan);
+    return;
+  }
+  // The plan stays in flight until its victims are gone (forgetPod, release) or it times out.
+  const std::string reason = why.empty() ? "reclaim" : why;
+  for (const ReclaimVictim& v : plan.victims) queues_.countEviction(v.queue, reason);
+}
+
+void Scheduler::holdForReclaimLocked(const std::string& queue, FilterResult& out,
+                                     std::vector<const model::NodeState*>* passed_nodes) const {
+  const Clock::time_point t = now();
+  size_t kept = 0;
+  for (size_t i = 0; i < out.passed.size(); ++i) {
+    if (std::optional<std::string> why = reclaim_.refusal(queue, out.passed[i], t)) {
+      out.failed.add(std::move(out.passed[i]), *why);
+      ++out.categories["reclaim"];
+      continue;
+    }
+    if (kept != i) {  // a self-move would empty the name
+      if (passed_nodes) (*passed_nodes)[kept] = (*passed_nodes)[i];
+      out.passed[kept] = std::move(out.passed[i]);
+    }
+    ++kept;
+  }
+  out.passed.resize(kept);
+  if (passed_nodes) passed_nodes->resize(kept);
+}
+
+}  // namespace troupe::sched
