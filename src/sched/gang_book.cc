@@ -287,6 +287,26 @@ void GangBook::summarize(ClusterSummary::Gangs& s) const {
   for (const auto& [node, owner] : drained_) s.draining_nodes += drainOwner(node) == owner ? 1 : 0;
 }
 
+GangBook::Progress GangBook::progress(const std::string& key) const {
+  Progress p;
+  auto g = gangs_.find(key);
+  if (g == gangs_.end()) return p;
+  p.exists = true;
+  p.planned = !g->second.slots.empty();
+  p.admitted = g->second.admitted();
+  p.bound = g->second.bound;
+  return p;
+}
+
+std::vector<std::string> GangBook::memberUids(const std::string& key) const {
+  std::vector<std::string> out;
+  auto g = gangs_.find(key);
+  if (g == gangs_.end()) return out;
+  for (const auto& [uid, bound] : g->second.members) out.push_back(uid);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::optional<std::string> GangBook::slotNode(const std::string& gang, const std::string& uid) const {
   auto g = gangs_.find(gang);
   if (g == gangs_.end() || g->second.slots.empty()) return std::nullopt;

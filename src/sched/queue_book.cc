@@ -238,37 +238,55 @@ void QueueBook::refresh(const ProductMilli& capacity, const std::function<bool(c
   recomputeWaitingLocked();
 }
 
+int64_t QueueBook::askLocked(int64_t milli, const std::string& gang) const {
+  // A gang asks for all its members; what its bound members hold is counted already.
+  if (gang.empty()) return milli;
+  auto it = gang_held_.find(gang);
+  return it == gang_held_.end() ? milli : std::max<int64_t>(0, milli - it->second);
+}
+
+std::optional<std::string> QueueBook::limitLocked(const std::string& queue, int64_t ask,
+                                                  const std::string& product, const std::string& gang) const {
+  const std::string who = "troupe: queue " + queue;
+  const std::string asker = gang.empty() ? "this pod" : "gang " + gang;
+  for (const std::string& q : tree_.lineage(queue)) {
+    const std::string via = q == queue ? who + " is" : who + ": its parent queue " + q + " is";
+    const QueueSpec& spec = *tree_.find(q);
+    const int64_t held = heldTotalLocked(q);
+    if (spec.limit.milli && held + ask > *spec.limit.milli) {
+      return via + " at its limit: it holds " + gpusText(held) + " of " + gpus(*spec.limit.milli) + " and " +
+             asker + " needs " + gpusText(ask) + " more";
+    }
+    auto lim = spec.limit.product_milli.find(product);
+    if (lim != spec.limit.product_milli.end() && heldLocked(q, product) + ask > lim->second) {
+      return via + " at its limit of " + productGpus(lim->second, product) + ": it holds " +
+             gpusText(heldLocked(q, product)) + " and " + asker + " needs " + gpusText(ask) + " more";
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> QueueBook::limitReason(const std::string& queue, int64_t milli,
+                                                  const std::string& product, const std::string& gang) const {
+  std::lock_guard lock(mu_);
+  if (tree_.empty()) return std::nullopt;
+  if (!tree_.find(queue)) return "troupe: queue " + queue + " does not exist or is not valid";
+  return limitLocked(queue, askLocked(milli, gang), product, gang);
+}
+
 std::optional<std::string> QueueBook::admit(const std::string& queue, int64_t milli,
                                             const std::string& product, const std::string& gang) const {
   std::lock_guard lock(mu_);
   if (tree_.empty()) return std::nullopt;
   const std::vector<std::string> line = tree_.lineage(queue);
   if (line.empty()) return "troupe: queue " + queue + " does not exist or is not valid";
-  // A gang asks for all its members; what its bound members hold is counted already.
-  int64_t ask = milli;
-  if (!gang.empty()) {
-    auto it = gang_held_.find(gang);
-    if (it != gang_held_.end()) ask = std::max<int64_t>(0, ask - it->second);
-  }
+  const int64_t ask = askLocked(milli, gang);
   if (ask == 0) return std::nullopt;
+  if (std::optional<std::string> limit = limitLocked(queue, ask, product, gang)) return limit;
   const std::string who = "troupe: queue " + queue;
   auto via = [&](const std::string& q) {
     return q == queue ? who + " is" : who + ": its parent queue " + q + " is";
   };
-  for (const std::string& q : line) {
-    const QueueSpec& spec = *tree_.find(q);
-    const int64_t held = heldTotalLocked(q);
-    if (spec.limit.milli && held + ask > *spec.limit.milli) {
-      return via(q) + " at its limit: it holds " + gpusText(held) + " of " + gpus(*spec.limit.milli) +
-             " and " + (gang.empty() ? "this pod" : "gang " + gang) + " needs " + gpusText(ask) + " more";
-    }
-    auto lim = spec.limit.product_milli.find(product);
-    if (lim != spec.limit.product_milli.end() && heldLocked(q, product) + ask > lim->second) {
-      return via(q) + " at its limit of " + productGpus(lim->second, product) + ": it holds " +
-             gpusText(heldLocked(q, product)) + " and " + (gang.empty() ? "this pod" : "gang " + gang) +
-             " needs " + gpusText(ask) + " more";
-    }
-  }
   // Fair share: beyond its share of this product, a queue waits while a queue elsewhere is
   // below its own share of it and has pending pods that fit (as of the last refresh).
   auto waiting = waiting_.find(product);
@@ -295,6 +313,55 @@ std::optional<std::string> QueueBook::admit(const std::string& queue, int64_t mi
     }
   }
   return std::nullopt;
+}
+
+std::optional<std::string> QueueBook::evictionVeto(const std::vector<std::string>& uids) const {
+  std::lock_guard lock(mu_);
+  if (tree_.empty()) return std::nullopt;
+  // What the eviction takes from each queue (with its ancestors), per product.
+  std::map<std::string, ProductMilli> taken;
+  for (const std::string& uid : uids) {
+    auto it = pods_.find(uid);
+    if (it == pods_.end() || !it->second.bound()) continue;
+    const QueuedPod& p = it->second;
+    const QueueSpec* spec = tree_.find(p.queue);
+    if (!spec) continue;
+    if (!spec->preemptible) {
+      return "troupe: queue " + p.queue + " is not preemptible: its pod " + p.key + " is not evicted";
+    }
+    for (const std::string& q : tree_.lineage(p.queue)) taken[q][p.product] += p.milli;
+  }
+  for (const auto& [q, products] : taken) {
+    const QueueSpec& spec = *tree_.find(q);
+    int64_t total = 0;
+    for (const auto& [product, milli] : products) {
+      total += milli;
+      auto g = spec.guaranteed.product_milli.find(product);
+      const int64_t held = heldLocked(q, product);
+      if (g != spec.guaranteed.product_milli.end() && held - milli < g->second) {
+        return "troupe: queue " + q + " would fall below its guaranteed " + productGpus(g->second, product) +
+               ": it holds " + gpusText(held) + " and the eviction takes " + gpusText(milli);
+      }
+    }
+    const int64_t held = heldTotalLocked(q);
+    if (spec.guaranteed.milli && held - total < *spec.guaranteed.milli) {
+      return "troupe: queue " + q + " would fall below its guaranteed " + gpus(*spec.guaranteed.milli) +
+             ": it holds " + gpusText(held) + " and the eviction takes " + gpusText(total);
+    }
+  }
+  return std::nullopt;
+}
+
+void QueueBook::markBound(const std::string& uid, const std::string& node, const std::string& product,
+                          QueueClock::time_point since) {
+  std::lock_guard lock(mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end() || (it->second.node == node && it->second.product == product)) return;
+  accountLocked(it->second, -1);
+  it->second.node = node;
+  it->second.product = product;
+  it->second.since = since;
+  accountLocked(it->second, 1);
 }
 
 void QueueBook::countEviction(const std::string& queue, const std::string& reason) {

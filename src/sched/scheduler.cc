@@ -1,5 +1,6 @@
 #include "troupe/sched/scheduler.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "troupe/model/topology_levels.h"
@@ -36,6 +37,7 @@ auto Scheduler::withGangs(Change change) {
     std::unique_lock lock(mu_);
     auto r = change(&completions);
     notices = gangs_.takeNotices();
+    if (!completions.empty() && queues_.enabled()) markBoundLocked(completions);
     return r;
   }();
   deliver(std::move(notices), std::move(completions));
@@ -103,11 +105,16 @@ Status Scheduler::recordAllocation(const model::Allocation& allocation) {
     if (member) gangs_.boundElsewhere(allocation, out);
     Status s = cluster_.record(allocation);
     if (s.isOk() && member) gangs_.memberBound(allocation.pod_uid, allocation.gang, out);
+    if (s.isOk() && queues_.enabled()) {
+      queues_.markBound(allocation.pod_uid, allocation.node,
+                        cluster_.find(allocation.node)->info().gpu_product, now());
+    }
     return s;
   });
 }
 
 bool Scheduler::release(const std::string& pod_uid) {
+  queues_.removePod(pod_uid);
   return withGangs([&](std::vector<Completion>* out) {
     if (!cluster_.nodeOf(pod_uid)) return false;
     const bool removed = cluster_.release(pod_uid);
@@ -189,12 +196,51 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
                      ") was deleted; Troupe no longer schedules it");
   }
   if (seen == PendingPods::Seen::kFirst) mix_window_.record(req.value());
+  // Queues (queue_book.h): the pod's queue must be valid, and it may take only what its
+  // queue's limit and fair share allow now. The one check when queueing is off.
+  std::string queue;
+  if (req.value().wantsGpus() && queues_.enabled()) {
+    Result<QueueMembership> membership = queues_.membership(pod);
+    if (!membership.isOk()) {
+      out.unresolvable.addAll(node_names, "troupe: queue: " + membership.status().message());
+      out.categories["queue"] = static_cast<int>(node_names.size());
+      return out;
+    }
+    queue = membership.value().queue;
+    // Standalone mode has no watch: the filter is how pending demand becomes known.
+    const std::optional<QueuedPod> known = queues_.pod(pod.uid);
+    if (!known || (!known->bound() && (known->queue != queue || known->milli != req.value().totalMilli()))) {
+      queues_.upsertPod(queuedPod(pod, req.value(), queue, in_gang ? gang.value()->key : ""));
+    }
+  }
   if (in_gang) {
     return withGangs([&](std::vector<Completion>* completions) {
-      std::optional<FilterResult> answer =
-          gangs_.filter(pod, req.value(), *gang.value(), node_names, completions);
-      // nullopt: an admitted gang's member, filtered like a pod on its own.
-      if (!answer) answer = filterSingleLocked(req.value(), node_names, gang.value()->key);
+      const GangSpec& spec = *gang.value();
+      std::vector<std::string> candidates;
+      FilterResult held_back;
+      const std::vector<std::string>* offered = &node_names;
+      if (!queue.empty()) {
+        const GangBook::Progress progress = gangs_.progress(spec.key);
+        if (!progress.planned && !progress.admitted) {
+          // Not planned yet: the queue must admit the whole gang (what its bound members hold
+          // is not counted twice), or its plan would hold GPUs the queue may not take.
+          held_back.passed = node_names;
+          holdBackLocked(queue, spec.min_member * req.value().totalMilli(), spec.key, held_back, nullptr);
+          candidates = std::move(held_back.passed);
+          held_back.passed.clear();
+          offered = &candidates;
+        }
+      }
+      std::optional<FilterResult> answer;
+      if (offered->empty()) {
+        answer = FilterResult{};
+      } else {
+        answer = gangs_.filter(pod, req.value(), spec, *offered, completions);
+        // nullopt: an admitted gang's member, filtered like a pod on its own.
+        if (!answer) answer = filterSingleLocked(req.value(), *offered, spec.key);
+      }
+      for (const auto& [node, reason] : held_back.failed) answer->failed.add(node, reason);
+      for (const auto& [category, n] : held_back.categories) answer->categories[category] += n;
       recordPassedLocked(pod.uid, seq, answer->passed);
       return std::move(*answer);
     });
@@ -202,6 +248,7 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
   std::shared_lock lock(mu_);
   std::vector<const model::NodeState*> passed_nodes;
   out = filterSingleLocked(req.value(), node_names, "", &passed_nodes);
+  if (!queue.empty()) holdBackLocked(queue, req.value().totalMilli(), "", out, &passed_nodes);
   if (config_.narrow_to_best && out.passed.size() > 1) {
     const int best = narrowToBest(*config_.policy, req.value(), mix_window_.current(),
                                   config_.remember_scores ? &score_memo_ : nullptr, passed_nodes, out);
@@ -328,7 +375,11 @@ Result<model::Allocation> Scheduler::reserve(const std::string& pod_uid, const s
                               "): it must pass Troupe's filter before it can be bound (after a restart of "
                               "Troupe, kube-scheduler filters the pod again and retries)");
   }
-  return reserveLocked(pod_uid, key, node, pending->request);
+  Result<model::Allocation> a = reserveLocked(pod_uid, key, node, pending->request);
+  if (a.isOk() && queues_.enabled()) {
+    queues_.markBound(pod_uid, node, cluster_.find(node)->info().gpu_product, now());
+  }
+  return a;
 }
 
 Result<model::Allocation> Scheduler::reserveLocked(const std::string& pod_uid, const std::string& key,
@@ -390,6 +441,7 @@ void Scheduler::bind(const std::string& pod_uid, const std::string& pod_ns, cons
 }
 
 void Scheduler::tick() {
+  refreshQueues(false);
   {
     std::shared_lock lock(mu_);
     if (gangs_.empty()) return;
@@ -403,6 +455,7 @@ void Scheduler::tick() {
 void Scheduler::forgetPod(const std::string& pod_uid) {
   if (pod_uid.empty()) return;
   pending_.forget(pod_uid);
+  queues_.removePod(pod_uid);
   {
     std::shared_lock lock(mu_);
     if (!gangs_.isMember(pod_uid)) return;  // most pods are in no gang: no exclusive lock
@@ -432,6 +485,13 @@ std::map<std::string, std::vector<std::string>> Scheduler::preempt(
   // strand GPUs, so Troupe vetoes preemption for gang members.
   Result<std::optional<GangSpec>> gang = parseGang(pod, config_.gang_timeout);
   if (!gang.isOk() || gang.value()) return out;
+  const bool queues_on = queues_.enabled();
+  std::string queue;
+  if (queues_on && req.value().wantsGpus()) {
+    Result<QueueMembership> membership = queues_.membership(pod);
+    if (!membership.isOk()) return out;
+    queue = membership.value().queue;
+  }
   std::shared_lock lock(mu_);
   for (const auto& [name, uids] : victims) {
     const model::NodeState* node = cluster_.find(name);
@@ -440,11 +500,172 @@ std::map<std::string, std::vector<std::string>> Scheduler::preempt(
       out[name] = uids;
       continue;
     }
+    std::vector<std::string> evict = uids;
+    if (queues_on) {
+      // A preemptor whose queue is at its limit takes nothing, whoever is evicted for it.
+      if (queues_.limitReason(queue, req.value().totalMilli(), node->info().gpu_product)) continue;
+      if (!wholeGangsLocked(*node, evict)) continue;
+      if (queues_.evictionVeto(evict)) continue;
+    }
     model::NodeState trial = *node;  // a copy: evict the victims there, then check
-    for (const std::string& uid : uids) trial.remove(uid);
-    if (findMisfit(trial, req.value()) == Misfit::kNone) out[name] = uids;
+    for (const std::string& uid : evict) trial.remove(uid);
+    if (findMisfit(trial, req.value()) == Misfit::kNone) out[name] = std::move(evict);
   }
   return out;
+}
+
+bool Scheduler::wholeGangsLocked(const model::NodeState& node, std::vector<std::string>& victims) const {
+  std::vector<std::string> gangs;
+  for (const std::string& uid : victims) {
+    const model::Allocation* a = node.find(uid);
+    if (a && !a->gang.empty() && std::find(gangs.begin(), gangs.end(), a->gang) == gangs.end()) {
+      gangs.push_back(a->gang);
+    }
+  }
+  for (const std::string& gang : gangs) {
+    // Members bound elsewhere would be left running without the rest: not on this node.
+    for (const std::string& member : gangs_.memberUids(gang)) {
+      const std::string* where = cluster_.nodeOf(member);
+      if (where && *where != node.info().name) return false;
+    }
+    for (const auto& [uid, a] : node.allocations()) {
+      if (a.gang == gang && std::find(victims.begin(), victims.end(), uid) == victims.end()) {
+        victims.push_back(uid);
+      }
+    }
+  }
+  return true;
+}
+
+// ---- queues ----------------------------------------------------------------------------------
+
+void Scheduler::setQueues(QueueTree tree) {
+  queues_.setQueues(std::move(tree));
+  refreshQueues(true);
+}
+
+void Scheduler::setNamespaceQueue(const std::string& ns, const std::string& queue) {
+  queues_.setNamespaceDefault(ns, queue);
+}
+
+QueuedPod Scheduler::queuedPod(const PodFacts& pod, const GpuRequest& req, const std::string& queue,
+                               const std::string& gang) const {
+  QueuedPod q;
+  q.uid = pod.uid;
+  q.key = pod.key();
+  q.queue = queue;
+  q.gang = gang;
+  q.milli = req.totalMilli();
+  q.models = req.models;
+  q.priority = pod.priority;
+  q.since = now();
+  return q;
+}
+
+void Scheduler::notePod(const PodFacts& pod, QueueClock::time_point since) {
+  if (pod.uid.empty() || !queues_.enabled()) return;
+  Result<GpuRequest> req = parseGpuRequest(pod, config_.topology_levels);
+  Result<QueueMembership> membership = queues_.membership(pod);
+  const bool finished = pod.phase == "Succeeded" || pod.phase == "Failed";
+  if (finished || !req.isOk() || !req.value().wantsGpus() || !membership.isOk() ||
+      pending_.deleted(pod.uid)) {
+    queues_.removePod(pod.uid);  // a pod whose request or queue is invalid is not counted
+    return;
+  }
+  Result<std::optional<GangSpec>> gang = parseGang(pod, config_.gang_timeout);
+  QueuedPod q = queuedPod(pod, req.value(), membership.value().queue,
+                          gang.isOk() && gang.value() ? gang.value()->key : "");
+  q.since = since;
+  std::shared_lock lock(mu_);
+  // Where its GPUs are: the model knows a reservation before the API shows the binding.
+  const std::string* held = cluster_.nodeOf(pod.uid);
+  q.node = held ? *held : pod.node_name;
+  if (const model::NodeState* node = q.node.empty() ? nullptr : cluster_.find(q.node)) {
+    q.product = node->info().gpu_product;
+  }
+  queues_.upsertPod(std::move(q));
+}
+
+std::vector<QueueStatus> Scheduler::queueStatuses() const { return queues_.statuses(); }
+
+void Scheduler::holdBackLocked(const std::string& queue, int64_t milli, const std::string& gang,
+                               FilterResult& out, std::vector<const model::NodeState*>* passed_nodes) const {
+  // One admission per product (there are few), then a product lookup per node.
+  std::vector<std::pair<std::string, std::optional<std::string>>> by_product;
+  size_t kept = 0;
+  for (size_t i = 0; i < out.passed.size(); ++i) {
+    const model::NodeState* node = passed_nodes ? (*passed_nodes)[i] : cluster_.find(out.passed[i]);
+    if (!node) {  // unknown here: the filter behind refuses it with its own reason
+      if (kept != i) out.passed[kept] = std::move(out.passed[i]);
+      ++kept;
+      continue;
+    }
+    const std::string& product = node->info().gpu_product;
+    auto it =
+        std::find_if(by_product.begin(), by_product.end(), [&](const auto& e) { return e.first == product; });
+    if (it == by_product.end()) {
+      by_product.emplace_back(product, queues_.admit(queue, milli, product, gang));
+      it = by_product.end() - 1;
+    }
+    if (it->second) {
+      out.failed.add(std::move(out.passed[i]), *it->second);
+      ++out.categories["queue"];
+      continue;
+    }
+    if (passed_nodes) (*passed_nodes)[kept] = node;
+    if (kept != i) out.passed[kept] = std::move(out.passed[i]);  // never onto itself
+    ++kept;
+  }
+  out.passed.resize(kept);
+  if (passed_nodes) passed_nodes->resize(kept);
+}
+
+void Scheduler::markBoundLocked(const std::vector<Completion>& completions) {
+  for (const Completion& c : completions) {
+    if (!c.second.isOk()) continue;
+    const model::Allocation& a = c.second.value();
+    const model::NodeState* node = cluster_.find(a.node);
+    queues_.markBound(a.pod_uid, a.node, node ? node->info().gpu_product : "", now());
+  }
+}
+
+void Scheduler::refreshQueues(bool force) {
+  if (!queues_.enabled()) return;
+  {
+    const Clock::time_point t = now();
+    std::lock_guard lock(queue_refresh_mu_);
+    if (!force && queues_refreshed_ != Clock::time_point{} && t - queues_refreshed_ < std::chrono::seconds(1))
+      return;
+    queues_refreshed_ = t;
+  }
+  std::shared_lock lock(mu_);
+  ProductMilli capacity;
+  cluster_.forEachNode([&](const model::NodeState& node) {
+    if (!node.info().unschedulable && node.gpuCount() > 0) {
+      capacity[node.info().gpu_product] += node.gpuCount() * model::kMilliPerGpu;
+    }
+    return true;
+  });
+  queues_.refresh(capacity, [&](const QueuedPod& p) {
+    // The request filter parsed, else one rebuilt from the book's numbers.
+    GpuRequest req;
+    if (std::optional<PendingPod> known = pending_.find(p.uid)) {
+      req = known->request;
+    } else if (p.milli < model::kMilliPerGpu) {
+      req.gpus = 1;
+      req.milli_per_gpu = p.milli;
+      req.models = p.models;
+    } else {
+      req.gpus = static_cast<int>(p.milli / model::kMilliPerGpu);
+      req.models = p.models;
+    }
+    bool fits = false;
+    cluster_.forEachNode([&](const model::NodeState& node) {
+      fits = !node.info().unschedulable && findMisfit(node, req) == Misfit::kNone;
+      return !fits;
+    });
+    return fits;
+  });
 }
 
 ClusterSummary Scheduler::summary(size_t max_node_rows) const {

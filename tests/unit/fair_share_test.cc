@@ -346,3 +346,20 @@ TEST_CASE("fair share: properties over random trees, capacities and demands", "[
   CHECK(checked_weights > 500);
   CHECK(checked_idle > 500);
 }
+
+TEST_CASE("fair share: the worked example of docs/queues.md", "[queue][fairshare]") {
+  const ProductMilli cap{{"H100", 32000}};
+  const std::map<std::string, QueueDemand> demand{{"a", QueueDemand{{{"H100", 12000}}, {{"H100", 8000}}}},
+                                                  {"b", pending({{"H100", 32000}})},
+                                                  {"c", pending({{"H100", 32000}})}};
+  auto f = computeFairShares(QueueTree::build({queue("a", 2), queue("b"), queue("c")}), cap, demand);
+  CHECK(f.at("a").total_milli == 16000);
+  CHECK(f.at("b").total_milli == 8000);
+  CHECK(f.at("c").total_milli == 8000);
+  QueueSpec b = queue("b");
+  b.guaranteed.milli = 6000;
+  f = computeFairShares(QueueTree::build({queue("a", 2), b, queue("c")}), cap, demand);
+  CHECK(f.at("a").total_milli == 13000);
+  CHECK(f.at("b").total_milli == 12500);
+  CHECK(f.at("c").total_milli == 6500);
+}

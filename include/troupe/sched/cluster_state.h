@@ -30,6 +30,13 @@ class ClusterState {
   const model::NodeState* find(const std::string& name) const;
   model::NodeState* find(const std::string& name);
   const NodeIndex& index() const { return index_; }
+  // Calls `visit(node)` for each node, in no particular order, until it returns false.
+  template <typename Visit>
+  void forEachNode(Visit&& visit) const {
+    for (const auto& [name, node] : nodes_) {
+      if (!visit(node)) return;
+    }
+  }
   size_t size() const { return nodes_.size(); }
   // True when the node exists and was last built from facts with this fingerprint.
   bool unchanged(const std::string& name, uint64_t fingerprint) const;

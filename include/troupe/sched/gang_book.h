@@ -134,6 +134,17 @@ class GangBook {
   void nodeRemoved(const std::string& name, std::vector<Completion>* out);
 
   // --- reading --------------------------------------------------------------------------
+  // Where a gang stands, for queue admission: a planned or admitted gang's GPUs are already
+  // held, so its members are not admitted again.
+  struct Progress {
+    bool exists = false;
+    bool planned = false;   // a plan holds GPUs for its members
+    bool admitted = false;  // its minimum members hold their GPUs
+    int bound = 0;          // members holding their GPUs
+  };
+  Progress progress(const std::string& key) const;
+  // The live members of a gang (sorted); empty for an unknown gang.
+  std::vector<std::string> memberUids(const std::string& key) const;
   bool empty() const { return gangs_.empty(); }
   bool draining() const { return !drained_.empty(); }
   // The gang that keeps `node` free of other pods now, or "".

@@ -100,6 +100,19 @@ class QueueBook {
   std::optional<std::string> admit(const std::string& queue, int64_t milli, const std::string& product,
                                    const std::string& gang = "") const;
 
+  // The limit part of admit() alone: nullopt when `queue` and its ancestors stay within their
+  // limits with `milli` more on `product` (preempt asks this of the preemptor's queue).
+  std::optional<std::string> limitReason(const std::string& queue, int64_t milli, const std::string& product,
+                                         const std::string& gang = "") const;
+  // Why evicting these pods (bound ones in the book; others are ignored) is not allowed: one
+  // is in a queue that is not preemptible, or the eviction takes its queue (or an ancestor)
+  // below its guaranteed GPUs, in all or of a product. nullopt when it is allowed.
+  std::optional<std::string> evictionVeto(const std::vector<std::string>& uids) const;
+  // A pod of the book now holds GPUs on `node` (reserve): bound since `since`. No-op for a pod
+  // the book does not know.
+  void markBound(const std::string& uid, const std::string& node, const std::string& product,
+                 QueueClock::time_point since);
+
   void countEviction(const std::string& queue, const std::string& reason);
   std::vector<QueueStatus> statuses() const;  // every queue, valid and invalid, sorted by name
 
@@ -110,6 +123,9 @@ class QueueBook {
   // Each queue's own demand (its pods, not its children's), pending asks spread over products.
   std::map<std::string, QueueDemand> demandLocked() const;
   void recomputeFairLocked();
+  std::optional<std::string> limitLocked(const std::string& queue, int64_t ask, const std::string& product,
+                                         const std::string& gang) const;
+  int64_t askLocked(int64_t milli, const std::string& gang) const;
   // Which queues are below their fair share of a product with pending pods that fit and accept it.
   void recomputeWaitingLocked();
   int64_t heldLocked(const std::string& queue, const std::string& product) const;

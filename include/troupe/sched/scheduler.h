@@ -218,6 +218,24 @@ class Scheduler {
   // Delivers notices gathered under mu_ and runs completions; never under a lock.
   void deliver(std::vector<GangNotice> notices, std::vector<Completion> completions) const;
 
+  // Queues. The pod as the book keeps it (pending unless the model has its GPUs).
+  QueuedPod queuedPod(const PodFacts& pod, const GpuRequest& req, const std::string& queue,
+                      const std::string& gang) const;
+  // Moves the passed nodes whose product `queue` may not take `milli` more of now into
+  // failed, with the book's reason (category "queue"); caller holds mu_. `passed_nodes`, when
+  // given, is kept in step with out.passed.
+  void holdBackLocked(const std::string& queue, int64_t milli, const std::string& gang, FilterResult& out,
+                      std::vector<const model::NodeState*>* passed_nodes) const;
+  // The book's bound pods after binds answered under mu_ (exclusive): a gang's barrier
+  // releases every member at once.
+  void markBoundLocked(const std::vector<Completion>& completions);
+  // Extends `victims` on `node` to the other members of their gangs bound there; false when a
+  // victim's gang also has members bound on other nodes (a gang is evicted whole or not at
+  // all). Caller holds mu_.
+  bool wholeGangsLocked(const model::NodeState& node, std::vector<std::string>& victims) const;
+  // Fair shares and which queues' pending pods fit, at most once a second unless `force`.
+  void refreshQueues(bool force);
+
   const SchedulerConfig config_;
   model::TopologyCatalog catalog_;  // own lock
 
@@ -229,6 +247,10 @@ class Scheduler {
   ClusterState cluster_;
   GangBook gangs_;
   mutable ScoreMemo score_memo_;  // narrowing values; has its own lock
+
+  QueueBook queues_;  // own lock; taken inside mu_, never around it
+  mutable std::mutex queue_refresh_mu_;
+  Clock::time_point queues_refreshed_{};
 
   PendingPods pending_;  // own lock
   NodeLearner learner_;  // own lock; taken before mu_, never inside it
