@@ -16,7 +16,8 @@ QueueSink QueueSink::of(sched::Scheduler& scheduler) {
   return QueueSink{[&scheduler](sched::QueueTree tree) { scheduler.setQueues(std::move(tree)); },
                    [&scheduler](const std::string& ns, const std::string& queue) {
                      scheduler.setNamespaceQueue(ns, queue);
-                   }};
+                   },
+                   {}};
 }
 
 QueueSync::QueueSync(QueueSink sink, adapters::Logger& logger, std::string default_queue)
