@@ -40,9 +40,11 @@ std::string listOf(const std::vector<json>& items, const std::string& rv) {
 struct Sink {
   std::vector<QueueTree> trees;
   std::vector<std::pair<std::string, std::string>> namespaces;
+  std::vector<std::string> changed;  // membership changes: the pods are listed again
   troupe::kube::QueueSink sink() {
     return {[this](QueueTree t) { trees.push_back(std::move(t)); },
-            [this](const std::string& ns, const std::string& q) { namespaces.emplace_back(ns, q); }};
+            [this](const std::string& ns, const std::string& q) { namespaces.emplace_back(ns, q); },
+            [this](const std::string& why) { changed.push_back(why); }};
   }
 };
 
@@ -90,6 +92,8 @@ TEST_CASE("queue watch: the listed Queues become the tree, events rebuild it", "
   CHECK_THAT(listed.invalid().at("broken"), Catch::StartsWith("queue broken: spec.weight is -1"));
   CHECK(logs.count("queue is invalid") == 1);
   CHECK(sync.queueObjects() == std::set<std::string>{"broken", "research", "vision"});
+  // New queue names: pods may belong elsewhere now, so they are listed again.
+  CHECK(sink.changed == std::vector<std::string>{"queues"});
 
   REQUIRE(watcher.step(stop));  // the watch: each event rebuilds
   REQUIRE(sink.trees.size() == 3);
@@ -98,6 +102,8 @@ TEST_CASE("queue watch: the listed Queues become the tree, events rebuild it", "
   CHECK(sink.trees[2].find("research") != nullptr);
   CHECK(sync.queueObjects() == std::set<std::string>{"broken", "research"});
   CHECK(logs.count("queue is invalid") == 1);  // the same error is not logged again
+  // A changed weight keeps every pod where it is; a deleted queue does not.
+  CHECK(sink.changed == std::vector<std::string>{"queues", "queues"});
 }
 
 TEST_CASE("queue watch: without the CRD (404) the file's queues stay, logged once", "[kube][queue]") {
@@ -146,12 +152,15 @@ TEST_CASE("namespace watch: troupe.dev/default-queue", "[kube][queue]") {
   h.endList();
   CHECK(sink.namespaces ==
         std::vector<std::pair<std::string, std::string>>{{"ml", "research"}, {"cv", "vision"}});
+  CHECK(sink.changed.size() == 2);  // each one lists the pods again (the watcher coalesces them)
   sink.namespaces.clear();
+  sink.changed.clear();
   h.event(WatchEventType::kModified, ns("ml", "research"));  // unchanged: nothing
   h.event(WatchEventType::kModified, ns("ml", "batch"));
   h.event(WatchEventType::kModified, ns("cv", ""));   // the annotation removed
   h.event(WatchEventType::kModified, ns("web", ""));  // never had one: nothing
   CHECK(sink.namespaces == std::vector<std::pair<std::string, std::string>>{{"ml", "batch"}, {"cv", ""}});
+  CHECK(sink.changed == std::vector<std::string>{"namespace-queue", "namespace-queue"});
   sink.namespaces.clear();
   // A relist that no longer shows ml: its default is dropped.
   h.beginList();

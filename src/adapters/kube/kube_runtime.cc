@@ -6,6 +6,16 @@ namespace troupe::kube {
 
 namespace {
 
+// A change of queues or namespace defaults lists the pods again, so each pod is noted in the
+// queue it belongs to now (relists are coalesced: many changes, one list). `watcher` is the
+// pod watcher, created before the queue watches start.
+QueueSink podsAgainOnChange(QueueSink sink, const std::unique_ptr<Watcher>& watcher) {
+  sink.membership_changed = [&watcher](const std::string& why) {
+    if (watcher) watcher->relistNow(why);
+  };
+  return sink;
+}
+
 // The runtime's sink, handed down to the parts that run their own threads.
 KubeOptions withInternalErrors(KubeOptions options) {
   options.binder.internal_errors = options.internal_errors;
@@ -25,7 +35,8 @@ KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, adapte
       options_(withInternalErrors(std::move(options))),
       seed_rng_(std::random_device{}()),
       sync_(scheduler, logger),
-      queue_sync_(QueueSink::of(scheduler), logger, options_.queues.default_queue),
+      queue_sync_(podsAgainOnChange(QueueSink::of(scheduler), pod_watcher_), logger,
+                  options_.queues.default_queue),
       events_(api_, logger, options_.events),
       pod_groups_(api_, logger, options_.pod_groups),
       binder_(api_, scheduler, sync_, &events_, logger, options_.binder),

@@ -16,7 +16,8 @@ QueueSink QueueSink::of(sched::Scheduler& scheduler) {
   return QueueSink{[&scheduler](sched::QueueTree tree) { scheduler.setQueues(std::move(tree)); },
                    [&scheduler](const std::string& ns, const std::string& queue) {
                      scheduler.setNamespaceQueue(ns, queue);
-                   }};
+                   },
+                   {}};
 }
 
 QueueSync::QueueSync(QueueSink sink, adapters::Logger& logger, std::string default_queue)
@@ -65,6 +66,10 @@ void QueueSync::queueEvent(WatchEventType type, const Json& object) {
   if (!listing_queues_) rebuildLocked();
 }
 
+void QueueSync::membershipChanged(const std::string& why) {
+  if (sink_.membership_changed) sink_.membership_changed(why);
+}
+
 void QueueSync::rebuildLocked() {
   std::vector<DecodedQueue> decoded;
   decoded.reserve(queues_.size());
@@ -80,10 +85,16 @@ void QueueSync::rebuildLocked() {
     }
   }
   logged_ = std::move(now);
+  std::set<std::string> names;
+  for (const sched::QueueSpec& q : tree.queues()) names.insert(q.name);
+  for (const auto& [name, error] : tree.invalid()) names.insert(name);
+  const bool renamed = names != names_;
+  names_ = std::move(names);
   logger_.debug("queues rebuilt", {{"valid", std::to_string(tree.queues().size())},
                                    {"invalid", std::to_string(tree.invalid().size())}});
   sink_.set_queues(std::move(tree));
   ++rebuilds_;
+  if (renamed) membershipChanged("queues");
 }
 
 // ---- namespaces --------------------------------------------------------------------------
@@ -101,6 +112,7 @@ void QueueSync::endNamespaceList() {
       continue;
     }
     sink_.set_namespace_queue(it->first, "");  // gone while the watch was down
+    membershipChanged("namespace-queue");
     it = namespaces_.erase(it);
   }
 }
@@ -119,6 +131,7 @@ void QueueSync::namespaceEvent(WatchEventType type, const Json& object) {
     if (it == namespaces_.end()) return;
     namespaces_.erase(it);
     sink_.set_namespace_queue(ns.value().ns, "");
+    membershipChanged("namespace-queue");
     return;
   }
   if (it != namespaces_.end() && it->second.queue == queue) {
@@ -127,6 +140,7 @@ void QueueSync::namespaceEvent(WatchEventType type, const Json& object) {
   }
   namespaces_[ns.value().ns] = NamespaceRecord{queue, namespace_generation_};
   sink_.set_namespace_queue(ns.value().ns, queue);
+  membershipChanged("namespace-queue");
 }
 
 }  // namespace troupe::kube

@@ -28,6 +28,11 @@ namespace troupe::kube {
 struct QueueSink {
   std::function<void(sched::QueueTree)> set_queues;
   std::function<void(const std::string& ns, const std::string& queue)> set_namespace_queue;
+  // Pods may now belong to other queues (queues appeared or went, a namespace's default
+  // changed): the core re-resolves a pod's queue only when it sees the pod again, so the
+  // runtime lists the pods again. Called under QueueSync's lock; it must not call back. `why`
+  // is "queues" or "namespace-queue" (the pod watch's restart reason in the metrics).
+  std::function<void(const std::string& why)> membership_changed;
   static QueueSink of(sched::Scheduler& scheduler);
 };
 
@@ -72,6 +77,7 @@ class QueueSync {
   void namespaceEvent(WatchEventType type, const Json& object);
   // Builds the tree from queues_ and hands it to the core; caller holds mu_.
   void rebuildLocked();
+  void membershipChanged(const std::string& why);
 
   QueueSink sink_;
   adapters::Logger& logger_;
@@ -91,6 +97,7 @@ class QueueSync {
   mutable std::mutex mu_;  // guards everything below
   std::map<std::string, QueueRecord> queues_;
   std::map<std::string, std::string> logged_;  // queue -> the error last logged for it
+  std::set<std::string> names_;                // every queue of the last tree, valid or not
   bool listing_queues_ = false;
   uint32_t queue_generation_ = 0;
   std::map<std::string, NamespaceRecord> namespaces_;  // only those with a default queue
