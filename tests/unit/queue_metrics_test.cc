@@ -2,11 +2,16 @@
 // one is set, evictions counted from the book's running totals, and the series of a queue that
 // is gone (deleted or invalid) removed.
 #include <catch2/catch.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "adapters/common/logger.h"
+#include "adapters/http/extender_server.h"
 #include "adapters/metrics/metrics.h"
+#include "support/fixtures.h"
 #include "troupe/sched/queue_book.h"
+#include "troupe/sched/scheduler.h"
 
 namespace {
 
@@ -129,4 +134,31 @@ TEST_CASE("queue metrics: evictions count what the book counted since the last s
   batch.evictions = {{"reclaim", 1}};
   metrics.refreshQueues({batch});
   CHECK(value(metrics.serialize(), series) == 1);
+}
+
+TEST_CASE("queue metrics: GET /metrics exports the scheduler's queues as they are now",
+          "[metrics][queues][http]") {
+  std::ostringstream log;
+  troupe::adapters::Logger logger{log, troupe::adapters::LogLevel::kWarn};
+  troupe::sched::Scheduler scheduler{troupe::sched::SchedulerConfig{}};
+  troupe::metrics::Metrics metrics("test");
+  troupe::http::ExtenderHandler handler{troupe::http::HandlerOptions{}, scheduler, metrics, logger};
+  REQUIRE(scheduler.upsertNode(troupe::testing::gpuNode("n1", 8)).isOk());
+  troupe::sched::QueueSpec team;
+  team.name = "team-a";
+  team.limit.milli = 4000;
+  scheduler.setQueues(troupe::sched::QueueTree::build({team}));
+
+  auto pod = troupe::testing::gpuPod("p", 3, {{"troupe.dev/queue", "team-a"}});
+  REQUIRE(scheduler.filter(pod, {"n1"}).passed.size() == 1);
+  REQUIRE(scheduler.reserve(pod.uid, pod.ns, pod.name, "n1").isOk());
+  std::string text = handler.handle("GET", "/metrics", "").body;
+  CHECK(value(text, of("troupe_queue_allocated_gpus", "team-a")) == 3);
+  CHECK(value(text, of("troupe_queue_limit_gpus", "team-a")) == 4);
+  CHECK(value(text, of("troupe_queue_allocated_gpus", "default")) == 0);  // the implicit default queue
+
+  // The queues are replaced by none: queueing is off and their series go.
+  scheduler.setQueues(troupe::sched::QueueTree{});
+  text = handler.handle("GET", "/metrics", "").body;
+  CHECK(text.find("troupe_queue_allocated_gpus{") == std::string::npos);
 }
