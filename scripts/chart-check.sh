@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Check charts/troupe, the dashboard and the plain manifests in deploy/:
+#   0. the chart's CRDs (charts/troupe/crds/) are deploy/crds/'s, byte for byte;
 #   1. the dashboard JSON matches scripts/chart-dashboard.py and uses only metrics that
 #      src/adapters/metrics/ exports;
 #   2. helm lint --strict (default values and each ci/*-values.yaml);
@@ -10,7 +11,7 @@
 #      (scripts/check-defaults.py, against troupe serve --print-config);
 #   5. deploy/troupe.yaml equals a fresh render (regenerate: scripts/chart-render-deploy.sh);
 #   6. when the e2e cluster answers (build/e2e/kubeconfig), kubectl apply --dry-run=server of
-#      every render and of deploy/*.yaml (ServiceMonitor, PodMonitor skipped: no CRD there).
+#      the CRDs, every render and deploy/*.yaml (ServiceMonitor, PodMonitor skipped: no CRD there).
 # helm is built from tools/helm on first use (scripts/chart-build-helm.sh).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,6 +34,23 @@ step() { echo "chart-check [+$(( $(date +%s) - t0 ))s] $*"; }
 fail() { echo "chart-check: FAIL: $*" >&2; exit 1; }
 
 scripts/chart-build-helm.sh
+
+step "CRDs: charts/troupe/crds/ = deploy/crds/"
+for f in deploy/crds/*.yaml; do
+  cmp -s "$f" "$CHART/crds/$(basename "$f")" || fail "$CHART/crds/$(basename "$f") differs from $f: cp $f $CHART/crds/"
+done
+for f in "$CHART"/crds/*.yaml; do
+  [[ -f deploy/crds/$(basename "$f") ]] || fail "$f has no deploy/crds/$(basename "$f")"
+done
+python3 - deploy/crds/*.yaml <<'PY' || fail "a CRD in deploy/crds/ is malformed (above)"
+import sys, yaml
+for path in sys.argv[1:]:
+    crd = yaml.safe_load(open(path))
+    assert crd["kind"] == "CustomResourceDefinition", f"{path}: kind {crd['kind']}"
+    for v in crd["spec"]["versions"]:
+        assert "status" in v.get("subresources", {}), f"{path} {v['name']}: no status subresource"
+        assert v["schema"]["openAPIV3Schema"]["type"] == "object", f"{path} {v['name']}: schema is not an object"
+PY
 
 step "dashboard"
 python3 scripts/chart-dashboard.py --print >"$WORK/dashboard.json"
@@ -93,6 +111,31 @@ if out=$("$HELM" template troupe "$CHART" --set replicaCount=2 --set kubeSchedul
 fi
 grep -q 'kubeScheduler.leaderElection.enabled is false' <<<"$out" \
   || fail "replicaCount 2 without leader election fails without saying why: $out"
+# Queues in Kubernetes mode with standbys: Troupe follows its kube-scheduler's Lease
+# (--leader-lease), and may read that Lease only.
+grep -q -- '--leader-lease' "$WORK/default.yaml" && fail "replicaCount 1 passes --leader-lease"
+grep -q -- '--leader-lease' "$WORK/binpack-values.yaml" && fail "kubernetesApi=false passes --leader-lease"
+"$HELM" template troupe "$CHART" --namespace $NS --set replicaCount=2 >"$WORK/replicas2.yaml"
+grep -q -- '--leader-lease=kube-system/troupe-scheduler$' "$WORK/replicas2.yaml" \
+  || fail "replicaCount 2 does not pass --leader-lease=kube-system/troupe-scheduler"
+python3 - "$WORK/replicas2.yaml" <<'PY' || fail "replicaCount 2: Troupe's Lease Role (above)"
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+role = next(d for d in docs if d["kind"] == "Role" and d["metadata"]["name"].endswith("-troupe-leader"))
+assert role["rules"] == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                          "resourceNames": ["troupe-scheduler"], "verbs": ["get"]}], role["rules"]
+binding = next(d for d in docs if d["kind"] == "RoleBinding" and d["roleRef"]["name"] == role["metadata"]["name"])
+assert [s["name"] for s in binding["subjects"]] == ["troupe-scheduler-troupe"], binding["subjects"]
+PY
+# The queues block reaches Troupe's config as values state it.
+python3 - "$WORK/default.yaml" <<'PY' || fail "default render: Troupe's queues config (above)"
+import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d["kind"] == "ConfigMap" and "config.yaml" in d.get("data", {}):
+        q = yaml.safe_load(d["data"]["config.yaml"])["queues"]
+        break
+assert q == {"default": "default", "minRuntime": "5m", "reclaim": True, "reclaimTimeout": "2m", "definitions": []}, q
+PY
 grep -q 'httpTimeout: 330s' "$WORK/default.yaml" || fail "default httpTimeout is not gangTimeoutSeconds+margin (330s)"
 grep -q 'bindVerb: bind' "$WORK/default.yaml" || fail "default render lacks bindVerb"
 grep -q 'bindVerb: bind' "$WORK/binpack-values.yaml" && fail "kubernetesApi=false still renders bindVerb"
@@ -135,10 +178,16 @@ check(role_subject(default, role["metadata"]["name"]) == ["troupe-scheduler-trou
       "default: Troupe's ClusterRole is not bound to Troupe's own ServiceAccount alone")
 check(sa_of(dep) not in role_subject(default, role["metadata"]["name"]),
       "default: kube-scheduler's ServiceAccount holds Troupe's role")
+# Writes only where docs/security.md says why: Bindings, events, evictions (they honour
+# PodDisruptionBudgets; a delete would not), and the status of Queues (never their spec).
+ALLOWED_WRITES = {"pods/binding": {"create"}, "events": {"create"}, "pods/eviction": {"create"},
+                  "queues/status": {"patch", "update"}}
 for r in role["rules"]:
     writes = set(r["verbs"]) - {"get", "list", "watch"}
-    check(not writes or r["resources"] in (["pods/binding"], ["events"]),
+    check(not writes or (len(r["resources"]) == 1 and writes <= ALLOWED_WRITES.get(r["resources"][0], set())),
           f"default: Troupe's ClusterRole writes {r['resources']} ({sorted(writes)})")
+check(not [d for d in default if d["kind"] == "Role" and d["metadata"]["name"].endswith("-troupe-leader")],
+      "default (replicaCount 1): renders the Lease Role for --leader-lease")
 secret = one(default, "Secret", lambda d: d["type"] == "kubernetes.io/service-account-token")
 check(secret["metadata"]["annotations"]["kubernetes.io/service-account.name"] == "troupe-scheduler-troupe",
       "default: the token Secret is not Troupe's ServiceAccount's")
@@ -186,7 +235,13 @@ for bad in troupe.policy.name=best troupe.logLevel=verbose nosuchkey=1 troupe.we
            kubeScheduler.leaderElection.leaseName=kube-scheduler troupe.policy.weights.pack=2 \
            networkPolicy.enabled=yes troupe.serviceAccount.separate=maybe \
            troupe.limits.maxConnections=0 troupe.limits.headerTimeout=5 troupe.tls.enable=true \
-           troupe.maxBodyBytes=4294967296 kubeScheduler.leaderElection.leaseDuration=15 replicaCount=0; do
+           troupe.maxBodyBytes=4294967296 kubeScheduler.leaderElection.leaseDuration=15 replicaCount=0 \
+           troupe.queues.minRuntime=5 troupe.queues.reclaim=yes troupe.queues.default=Team_A \
+           'troupe.queues.definitions[0].weight=1' \
+           'troupe.queues.definitions[0].name=a,troupe.queues.definitions[0].weight=0' \
+           'troupe.queues.definitions[0].name=a,troupe.queues.definitions[0].limit.gpus=-1' \
+           'troupe.queues.definitions[0].name=a,troupe.queues.definitions[0].limit.gpus=two' \
+           'troupe.queues.definitions[0].name=a,troupe.queues.definitions[0].wieght=2'; do
   if "$HELM" template troupe "$CHART" --set "$bad" >/dev/null 2>&1; then fail "schema accepted --set $bad"; fi
 done
 
@@ -314,7 +369,7 @@ if [[ -f $KUBECONFIG_E2E && -x $K8S_BIN/kubectl ]] \
       "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_E2E" get namespace "$ns" >/dev/null 2>&1 \
         || "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_E2E" create namespace "$ns" >/dev/null
     done
-  for r in "${renders[@]}" deploy/troupe.yaml $(ls deploy/rbac.yaml 2>/dev/null); do
+  for r in deploy/crds/*.yaml "${renders[@]}" deploy/troupe.yaml $(ls deploy/rbac.yaml 2>/dev/null); do
     python3 - "$r" >"$WORK/apply.yaml" <<'PY'
 import sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d.get("kind") not in ("ServiceMonitor", "PodMonitor")]

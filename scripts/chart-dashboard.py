@@ -108,7 +108,36 @@ panel("Gang time to admit (p50, p99)",
        (quantile(0.5, "troupe_gang_time_to_admit_seconds_bucket"), "p50")],
       0, 48, w=24, unit="s", desc="From a gang's first member reaching Troupe to all of its minimum members bound.")
 
-row("GPU nodes", 56)
+row("Queues", 56)
+panel("Allocated vs fair share by queue",
+      [(f"max by (queue) ({m('troupe_queue_allocated_gpus')})", "{{queue}} allocated"),
+       (f"max by (queue) ({m('troupe_queue_fair_share_gpus')})", "{{queue}} fair share")],
+      0, 57,
+      desc="GPUs each queue holds (its children included) and its fair share now (max over replicas: each "
+           "keeps the same accounting): weighted dominant-resource "
+           "share of the GPUs over the queues with demand, guarantees first (docs/queues.md). A queue above its "
+           "share is held back while another below its share has pending pods that fit.")
+panel("Pending by queue",
+      [(f"max by (queue) ({m('troupe_queue_pending_gpus')})", "{{queue}} GPUs"),
+       (f"max by (queue) ({m('troupe_queue_pending_pods')})", "{{queue}} pods")],
+      12, 57,
+      desc="What each queue's pending GPU pods ask for. Pending long below the fair share: the pods fit nowhere "
+           "(see their FailedScheduling events), or the queue is at its limit.")
+panel("Reclaim evictions by queue",
+      [(f"max by (queue, reason) (increase({m('troupe_queue_evictions_total')}[{R}]))", "{{queue}} {{reason}}")],
+      0, 65, stack=True,
+      desc="Pods evicted (Eviction API) from queues above their fair share to give a queue below its guarantee "
+           "its GPUs back; whole gangs only, after the minimum runtime.")
+panel("Guarantee and limit by queue",
+      [(f"max by (queue) ({m('troupe_queue_guaranteed_gpus')})", "{{queue}} guaranteed"),
+       (f"max by (queue) ({m('troupe_queue_limit_gpus')})", "{{queue}} limit"),
+       (f"max by (queue) ({m('troupe_queue_dominant_share')})", "{{queue}} dominant share")],
+      12, 65,
+      desc="Each queue's guaranteed GPUs and limit (only queues that set one), and its dominant share: the "
+           "largest fraction of any GPU product it holds.")
+
+QY = 17  # the rows below start this much lower, after the Queues row
+row("GPU nodes", 56 + QY)
 NODE_GPUS = "troupe_node_gpus"
 node_table = {
     "id": len(panels) + 1, "type": "table", "title": "GPUs by node",
@@ -119,7 +148,7 @@ node_table = {
                    "perNodeSeriesOffAt GPU nodes (1,000), so in larger clusters this table shows No data "
                    "(troupe_node_series_exported is 0); the per-product panels above still cover every node. "
                    "perNodeSeries: \"on\" keeps it at any size, at a larger scrape.",
-    "datasource": DS, "gridPos": {"x": 0, "y": 57, "w": 24, "h": 10},
+    "datasource": DS, "gridPos": {"x": 0, "y": 57 + QY, "w": 24, "h": 10},
     "fieldConfig": {"defaults": {"unit": "short"}, "overrides": []},
     "options": {"showHeader": True, "sortBy": [{"displayName": "allocated", "desc": True}]},
     "targets": [{"refId": chr(65 + i), "datasource": DS, "format": "table", "instant": True,
@@ -135,35 +164,35 @@ node_table = {
 }
 panels.append(node_table)
 
-row("Troupe health: caches and the Kubernetes API", 67)
+row("Troupe health: caches and the Kubernetes API", 67 + QY)
 panel("Cache age by resource",
       [(f"time() - max by (resource) ({m('troupe_kube_last_sync_timestamp_seconds')})", "{{resource}}")],
-      0, 68, w=8, unit="s",
+      0, 68 + QY, w=8, unit="s",
       desc="Seconds since Troupe's cache of nodes / pods was last known current (list done, watch event or "
            "bookmark). Bookmarks arrive about once a minute; minutes more means the watch is stuck.")
 panel("Cached objects", [(f"sum by (resource) ({m('troupe_kube_cached_objects')})", "{{resource}}")],
-      8, 68, w=8, desc="Nodes and GPU-holding pods in Troupe's caches.")
+      8, 68 + QY, w=8, desc="Nodes and GPU-holding pods in Troupe's caches.")
 panel("Relists and watch restarts",
       [(f"sum by (resource) (increase({m('troupe_kube_relists_total')}[{R}]))", "relist {{resource}}"),
        (f"sum by (resource, reason) (increase({m('troupe_kube_watch_restarts_total')}[{R}]))",
         "watch {{resource}} {{reason}}")],
-      16, 68, w=8,
+      16, 68 + QY, w=8,
       desc="Full lists after the first (410 Gone) and reopened watches (closed: the server's timeout, normal; "
            "gone; error). Steady relists or errors mean the API server or the network is struggling.")
 panel("API server calls by verb and code",
       [(f"sum by (verb, code) (rate({m('troupe_kube_api_requests_total')}[{R}]))", "{{verb}} {{code}}")],
-      0, 76, w=12, unit="reqps",
+      0, 76 + QY, w=12, unit="reqps",
       desc="Troupe's calls to the Kubernetes API server per second. Errors: code not 2xx (409 on a bind: "
            "someone else bound the pod; 403: RBAC; Unreachable / ConnectionLost: no response).")
 panel("Filter narrowing: node scores",
       [(f"sum by (source) (rate({m('troupe_filter_node_scores_total')}[{R}]))", "{{source}}")],
-      12, 76, w=12, stack=True,
+      12, 76 + QY, w=12, stack=True,
       desc="With filter narrowTo: best, node values ranked per second: remembered from an earlier call for the "
            "same pod shape and node state, or computed. Mostly computed means many new pod shapes or a "
            "churning cluster, and slower filter calls.")
 panel("Internal errors (caught exceptions)",
       [(f"sum by (where) (increase({m('troupe_internal_errors_total')}[{R}]))", "{{where}}")],
-      0, 84, w=24, h=6,
+      0, 84 + QY, w=24, h=6,
       desc="Exceptions Troupe caught instead of ending the process, by where: watch (a Node or Pod it passed "
            "over), binder, events, housekeeping, ticker, http. Anything above 0 is a bug to report; the "
            "error log line (\"internal error\") says what failed.")
@@ -171,7 +200,7 @@ panel("Internal errors (caught exceptions)",
 dashboard = {
     "title": "Troupe", "uid": "troupe", "tags": ["troupe", "scheduler", "gpu"],
     "description": "Troupe, the GPU scheduling extender: latency, decisions, GPU usage per product and node, "
-                   "gangs, Kubernetes API health.",
+                   "gangs, queues, Kubernetes API health.",
     "editable": True, "graphTooltip": 1, "schemaVersion": 39, "version": 1,
     "time": {"from": "now-1h", "to": "now"}, "refresh": "30s", "timezone": "",
     "templating": {"list": [

@@ -2,8 +2,10 @@
 # Lint Troupe's /metrics with promtool (Prometheus' naming and exposition rules).
 #
 # Starts ${TROUPE_BIN:-build/troupe} standalone on examples/cluster.yaml on a free loopback port,
-# sends the example extender requests (scripts/demo.py) so that every labelled series exists,
-# fetches /metrics and runs `promtool check metrics`. Exit 0 only when promtool finds nothing.
+# with two queues defined (so the per-queue series exist; the example pods join the implicit
+# default queue, which admits them as without queues), sends the example extender requests
+# (scripts/demo.py) so that every labelled series exists, fetches /metrics and runs
+# `promtool check metrics`. Exit 0 only when promtool finds nothing.
 #
 # promtool: $PROMTOOL, else promtool on PATH, else Debian's prometheus package unpacked (not
 # installed: no service, no user) into build/tools/prometheus-root by `apt-get download` +
@@ -40,8 +42,14 @@ trap cleanup EXIT
 
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 URL=http://127.0.0.1:$PORT
-"$TROUPE_BIN" serve --listen "127.0.0.1:$PORT" --cluster examples/cluster.yaml --log-level warn \
-  >"$WORK/troupe.log" 2>&1 &
+cat >"$WORK/config.yaml" <<'YAML'
+queues:
+  definitions:
+    - {name: research, weight: 2, guaranteed: {gpus: 8}, limit: {gpus: 32}}
+    - {name: research-nlp, parent: research}
+YAML
+"$TROUPE_BIN" serve --listen "127.0.0.1:$PORT" --cluster examples/cluster.yaml --config "$WORK/config.yaml" \
+  --log-level warn >"$WORK/troupe.log" 2>&1 &
 PID=$!
 for _ in $(seq 100); do
   curl -sf "$URL/healthz" >/dev/null 2>&1 && break
@@ -51,6 +59,8 @@ done
 python3 scripts/demo.py "$URL" >"$WORK/demo.log" 2>&1 || { cat "$WORK/demo.log" >&2; echo "check-metrics: demo.py failed" >&2; exit 1; }
 curl -sf "$URL/metrics" >"$WORK/metrics.txt"
 
+grep -q '^troupe_queue_limit_gpus{queue="research"} 32' "$WORK/metrics.txt" \
+  || { echo "check-metrics: no troupe_queue_limit_gpus for the queue research" >&2; exit 1; }
 series=$(grep -c '^troupe_' "$WORK/metrics.txt" || true)
 families=$(grep -c '^# TYPE troupe_' "$WORK/metrics.txt" || true)
 rc=0

@@ -58,7 +58,10 @@ Flags:
                        limits {maxHeaderBytes, maxBodyBytesInFlight, maxConnections,
                        headerTimeoutSeconds, readTimeoutSeconds, idleTimeoutSeconds,
                        writeTimeoutSeconds}, binder {workers} (Kubernetes mode:
-                       Bindings in flight at once, default 8).
+                       Bindings in flight at once, default 8), queues {default,
+                       minRuntime, reclaim, reclaimTimeout, definitions} (docs/queues.md;
+                       in Kubernetes mode the Queue objects replace the definitions once
+                       listed).
                        See examples/config.yaml and docs/security.md (Limits).
   --cluster FILE       YAML list of nodes for standalone mode (no Kubernetes API), e.g.
                        examples/cluster.yaml; requests never change these nodes. Without it
@@ -79,6 +82,10 @@ Flags:
                        repeat it for each kube-scheduler profile that calls Troupe
                        (default troupe-scheduler, or 'schedulerNames' in --config). Other
                        pods get an error naming their scheduler, and nothing is bound.
+  --leader-lease NAMESPACE/NAME
+                       Kubernetes mode with several replicas: kube-scheduler's
+                       leader-election Lease. Only the replica whose host holds it writes
+                       the Queues' status and reclaims GPUs (default: none, always active).
   --allow-insecure-api-server
                        accept an http:// API server (e.g. kubectl proxy on 127.0.0.1).
                        Without it Troupe refuses one: credentials and pods would cross the
@@ -117,6 +124,7 @@ struct ServeFlags {
   std::optional<std::string> kube_context;
   std::optional<std::string> narrow_to;
   std::optional<std::string> per_node_metrics;
+  std::optional<std::string> leader_lease;
   std::vector<std::string> scheduler_names;
   bool allow_insecure_api_server = false;
   bool print_config = false;
@@ -176,7 +184,8 @@ int serveCommand(const std::vector<std::string>& args) {
       {"--tls-cert", &flags.tls_cert},
       {"--tls-key", &flags.tls_key},
       {"--client-ca", &flags.client_ca},
-      {"--per-node-metrics", &flags.per_node_metrics}};
+      {"--per-node-metrics", &flags.per_node_metrics},
+      {"--leader-lease", &flags.leader_lease}};
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
     if (arg == "-h" || arg == "--help") {
@@ -295,6 +304,13 @@ int serveCommand(const std::vector<std::string>& args) {
   } else if (flags.allow_insecure_api_server) {
     return usage("--allow-insecure-api-server needs the Kubernetes API (--kubeconfig, or in a pod)");
   }
+  std::optional<kube::LeaseRef> leader_lease;
+  if (flags.leader_lease) {
+    if (!endpoint) return usage("--leader-lease needs the Kubernetes API (--kubeconfig, or in a pod)");
+    Result<kube::LeaseRef> lease = kube::parseLeaseRef(*flags.leader_lease);
+    if (!lease.isOk()) return usage("--leader-lease " + lease.status().message());
+    leader_lease = lease.value();
+  }
   std::unique_ptr<kube::ApiClient> api;
   if (endpoint) {
     kube::ApiClientOptions api_options;
@@ -320,7 +336,13 @@ int serveCommand(const std::vector<std::string>& args) {
   sched_config.gang_timeout = cfg.gang_timeout;
   sched_config.gang_max_timeout = cfg.gang_max_timeout;
   sched_config.max_gangs = cfg.max_gangs;
+  sched_config.queue_min_runtime = cfg.queues.min_runtime;
+  sched_config.reclaim = cfg.queues.reclaim;
+  sched_config.reclaim_timeout = cfg.queues.reclaim_timeout;
   sched::Scheduler scheduler(sched_config);
+  // The file's queues, in every mode (checked when the file was read); in Kubernetes mode the
+  // Queue objects replace them once listed.
+  scheduler.setQueues(sched::QueueTree::build(cfg.queues.definitions, cfg.queues.default_queue));
   if (flags.cluster) {
     Result<std::vector<model::NodeFacts>> nodes = config::loadCluster(*flags.cluster);
     if (!nodes.isOk()) return usage(nodes.status().message());
@@ -353,6 +375,8 @@ int serveCommand(const std::vector<std::string>& args) {
     if (gethostname(host, sizeof host - 1) == 0) kube_options.events.instance = host;
     kube_options.binder.scheduler_names = cfg.scheduler_names;
     kube_options.binder.workers = cfg.bind_workers;
+    kube_options.queues.default_queue = cfg.queues.default_queue;
+    kube_options.queues.leader_lease = leader_lease;
     cluster = std::make_unique<kube::KubeRuntime>(*api, scheduler, logger, kube_options, &metrics);
     handler.setReady(false);  // until the first full sync of nodes and pods
     handler.setBinder(&cluster->binder());
@@ -400,7 +424,9 @@ int serveCommand(const std::vector<std::string>& args) {
                           {"narrowTo", cfg.narrow_to_best ? "best" : "all"},
                           {"perNodeMetrics", cfg.per_node_series.modeName()},
                           {"mode", mode},
-                          {"schedulerNames", endpoint ? schedulerList(cfg.scheduler_names) : "-"}});
+                          {"schedulerNames", endpoint ? schedulerList(cfg.scheduler_names) : "-"},
+                          {"queues", std::to_string(cfg.queues.definitions.size())},
+                          {"leaderLease", flags.leader_lease.value_or("-")}});
   if (cluster) cluster->start([&handler] { handler.setReady(true); });
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);

@@ -221,6 +221,34 @@ QueueTree QueueTree::build(std::vector<QueueSpec> specs, std::string default_que
   return tree;
 }
 
+QueueTree QueueTree::build(std::vector<QueueSpec> specs, std::map<std::string, std::string> undecodable,
+                           std::string default_queue) {
+  // Each undecodable queue takes part as a placeholder the checks refuse (weight 0), so that its
+  // children fail as children of an unused parent; then its own error replaces the
+  // placeholder's, in its entry and in its children's.
+  for (const auto& [name, error] : undecodable) {
+    QueueSpec placeholder;
+    placeholder.name = name;
+    placeholder.weight = 0;
+    specs.push_back(std::move(placeholder));
+  }
+  QueueTree tree = build(std::move(specs), std::move(default_queue));
+  for (const auto& [name, error] : undecodable) {
+    auto own = tree.invalid_.find(name);
+    if (own == tree.invalid_.end()) continue;
+    const std::string placeholder_error = own->second;
+    own->second = error;
+    for (auto& [other, message] : tree.invalid_) {
+      if (other == name) continue;
+      for (size_t at = message.find(placeholder_error); at != std::string::npos;
+           at = message.find(placeholder_error, at + error.size())) {
+        message.replace(at, placeholder_error.size(), error);
+      }
+    }
+  }
+  return tree;
+}
+
 const QueueSpec* QueueTree::find(const std::string& name) const {
   auto it = index_.find(name);
   return it == index_.end() ? nullptr : &queues_[it->second];

@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from kubehelpers import ROOT, recorded_requests
+from queue_helpers import delete_queues, gpus, install_crd, queue_status
 
 EXAMPLES = os.path.join(ROOT, "examples", "k8s")
 
@@ -90,3 +91,56 @@ def test_gang_example_binds_all_sixteen_together(kube, namespace, e2e_state, clu
         per_node[node] = per_node.get(node, 0) + 2
     # Packed whole: 32 GPUs on four 8-GPU nodes, not spread.
     assert sorted(per_node.values()) == [8, 8, 8, 8], per_node
+
+
+
+QUEUE_EXAMPLES = os.path.join(EXAMPLES, "queues")
+
+
+def test_queue_examples_apply_and_their_pods_join_the_queues_they_name(kube, namespace, e2e_state):
+    """examples/k8s/queues/: the API server accepts the Queues (CRD validation and defaults), the
+    Namespace, the pods and the gang's Job; in Kubernetes mode Troupe counts each pod in the queue
+    it names, and the parent holds what its children hold."""
+    install_crd(kube)
+    with open(os.path.join(QUEUE_EXAMPLES, "queues.yaml"), encoding="utf-8") as f:
+        queues = [d for d in yaml.safe_load_all(f) if d]
+    names = sorted(q["metadata"]["name"] for q in queues)
+    assert names == ["research", "research-nlp", "research-vision"]
+    assert {q["spec"].get("parent") for q in queues} == {None, "research"}
+    try:
+        kube.apply(yaml.safe_dump_all(queues))
+        got = {q["metadata"]["name"]: q for q in kube.get("queues")["items"]}
+        # The CRD's defaults where the example leaves them out: preemptible true, weight 1.
+        assert got["research"]["spec"]["preemptible"] is True
+        assert got["research-nlp"]["spec"]["preemptible"] is False
+        assert got["research-vision"]["spec"]["limit"]["products"] == {"NVIDIA-H100-80GB-HBM3": "4.5"}
+        # The Namespace example's annotation, on this test's own namespace.
+        with open(os.path.join(QUEUE_EXAMPLES, "namespace.yaml"), encoding="utf-8") as f:
+            ns_doc = yaml.safe_load(f)
+        default_queue = ns_doc["metadata"]["annotations"]["troupe.dev/default-queue"]
+        assert default_queue == "research-nlp"
+        kube.kubectl("annotate", "namespace", namespace, "--overwrite", f"troupe.dev/default-queue={default_queue}")
+        time.sleep(2)  # Troupe's Namespace watch sees the annotation before the pods arrive
+        with open(os.path.join(QUEUE_EXAMPLES, "pods.yaml"), encoding="utf-8") as f:
+            pods = [d for d in yaml.safe_load_all(f) if d]
+        assert sorted(p["metadata"]["name"] for p in pods) == ["nlp-train", "vision-eval", "vision-kueue"]
+        kube.apply(yaml.safe_dump_all(pods), namespace)
+        with open(os.path.join(QUEUE_EXAMPLES, "gang.yaml"), encoding="utf-8") as f:
+            kube.apply(f.read(), namespace)  # the API server validates the Job (no Job controller here)
+        if e2e_state.get("TROUPE_MODE") != "kube":
+            return  # standalone Troupe does not watch Queues: that they apply is all there is to check
+        for name in ("nlp-train", "vision-eval", "vision-kueue"):
+            kube.wait_pod_bound(name, namespace, timeout=60)
+        want = {"research": 7.0, "research-nlp": 4.0, "research-vision": 3.0}
+
+        def allocated():
+            status = queue_status(kube)
+            return {n: gpus(status.get(n, {}).get("allocated", {}).get("gpus")) for n in want}
+
+        try:
+            kube.wait_for(lambda: allocated() == want, timeout=30, desc="Queue status allocated.gpus")
+        except TimeoutError:
+            raise AssertionError(f"Queue status allocated.gpus is {allocated()}, want {want}") from None
+    finally:
+        kube.delete("pods", namespace=namespace, force=True)
+        delete_queues(kube, names)

@@ -458,13 +458,20 @@ def test_rbac_is_enough_in_cluster_with_token_rotation(api, kube, namespace, e2e
         return kube.kubectl("auth", "can-i", *args, "--as", sa, check=False).stdout.strip()
 
     for args in [("list", "nodes"), ("watch", "nodes"), ("get", "pods"), ("watch", "pods"),
-                 ("create", "pods", "--subresource=binding"), ("create", "events")]:
+                 ("create", "pods", "--subresource=binding"), ("create", "events"),
+                 ("watch", "queues.troupe.dev"), ("patch", "queues.troupe.dev", "--subresource=status"),
+                 ("watch", "namespaces"), ("create", "pods", "--subresource=eviction"),
+                 ("get", "leases.coordination.k8s.io/troupe-scheduler", "-n", "kube-system")]:
         assert can(*args) == "yes", f"{sa} may not {' '.join(args)}"
-    # No pod writes: the GPU annotation travels on the Binding.
+    # No pod writes: the GPU annotation travels on the Binding; reclaim evicts (PodDisruptionBudgets
+    # apply), it never deletes. Queue specs are the admin's.
     for args in [("patch", "pods"), ("delete", "pods"), ("create", "pods"), ("update", "pods"), ("update", "nodes"),
                  ("patch", "nodes"),
                  ("get", "secrets"), ("list", "configmaps"), ("patch", "pods", "--subresource=status"),
-                 ("create", "pods", "--subresource=eviction"), ("delete", "events")]:
+                 ("delete", "events"), ("patch", "queues.troupe.dev"), ("create", "queues.troupe.dev"),
+                 ("update", "leases.coordination.k8s.io/troupe-scheduler", "-n", "kube-system"),
+                 ("get", "leases.coordination.k8s.io/kube-scheduler", "-n", "kube-system"),
+                 ("patch", "namespaces")]:
         assert can(*args) == "no", f"{sa} may {' '.join(args)}, more than Troupe needs"
     # A second account with the same role, whose token is revoked (account deleted) mid-way.
     kube.kubectl("create", "serviceaccount", "troupe-e2e-old", "-n", "troupe-system", check=False)

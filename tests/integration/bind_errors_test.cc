@@ -72,6 +72,9 @@ class ExplodingMetrics final : public troupe::adapters::ExtenderMetrics {
   void refreshCluster(troupe::sched::ClusterSummary summary) override {
     inner_.refreshCluster(std::move(summary));
   }
+  void refreshQueues(const std::vector<troupe::sched::QueueStatus>& statuses) override {
+    inner_.refreshQueues(statuses);
+  }
   void observeGangEvents(const troupe::sched::Scheduler::GangEvents& events) override {
     inner_.observeGangEvents(events);
   }

@@ -27,6 +27,7 @@ class RecordingMetrics final : public troupe::adapters::ExtenderMetrics {
   void observePlacement(double, bool) override { ++placements; }
   size_t maxNodeRows() const override { return 0; }
   void refreshCluster(troupe::sched::ClusterSummary) override {}
+  void refreshQueues(const std::vector<troupe::sched::QueueStatus>&) override {}
   void observeGangEvents(const troupe::sched::Scheduler::GangEvents&) override {}
   std::string serialize() override { return ""; }
 

@@ -36,6 +36,11 @@ void checkEqual(const ServeConfig& a, const ServeConfig& b) {
   CHECK(a.limits.read_timeout_seconds == b.limits.read_timeout_seconds);
   CHECK(a.limits.idle_timeout_seconds == b.limits.idle_timeout_seconds);
   CHECK(a.limits.write_timeout_seconds == b.limits.write_timeout_seconds);
+  CHECK(a.queues.default_queue == b.queues.default_queue);
+  CHECK(a.queues.min_runtime == b.queues.min_runtime);
+  CHECK(a.queues.reclaim == b.queues.reclaim);
+  CHECK(a.queues.reclaim_timeout == b.queues.reclaim_timeout);
+  CHECK(a.queues.definitions == b.queues.definitions);
 }
 }  // namespace
 
@@ -47,10 +52,29 @@ TEST_CASE("print-config: the defaults read back as the defaults", "[config]") {
   checkEqual(parsed.value(), defaults);
   CHECK(formatServeConfig(parsed.value()) == text);
   // Every section is written, so a reader sees each default without the source.
-  for (const char* key :
-       {"listen:", "maxBodyBytes:", "logLevel:", "policy:", "weights:", "filter:", "narrowTo: all",
-        "topology:", "levels:", "gang:", "timeout: 300s", "maxTimeout: 300s", "maxGangs:", "schedulerNames:",
-        "workers: 8", "perNodeSeries: \"auto\"", "learnedNodes:", "limits:", "writeTimeoutSeconds:"}) {
+  for (const char* key : {"listen:",
+                          "maxBodyBytes:",
+                          "logLevel:",
+                          "policy:",
+                          "weights:",
+                          "filter:",
+                          "narrowTo: all",
+                          "topology:",
+                          "levels:",
+                          "gang:",
+                          "timeout: 300s",
+                          "maxTimeout: 300s",
+                          "maxGangs:",
+                          "schedulerNames:",
+                          "workers: 8",
+                          "perNodeSeries: \"auto\"",
+                          "learnedNodes:",
+                          "limits:",
+                          "writeTimeoutSeconds:",
+                          "queues:",
+                          "minRuntime: 300s",
+                          "reclaimTimeout: 120s",
+                          "definitions: []"}) {
     CHECK_THAT(text, Catch::Contains(key));
   }
 }
@@ -77,6 +101,14 @@ limits:
   readTimeoutSeconds: 1.25
   idleTimeoutSeconds: 7
   writeTimeoutSeconds: 11
+queues:
+  default: batch
+  minRuntime: 0s
+  reclaim: false
+  reclaimTimeout: 2500ms
+  definitions:
+    - {name: batch, weight: 3, limit: {gpus: 0.5}}
+    - {name: urgent, parent: batch, guaranteed: {products: {NVIDIA-H100-80GB-HBM3: 0.25}}, preemptible: false}
 )";
   auto set = parseServeConfig(yaml, "set.yaml");
   REQUIRE(set.isOk());

@@ -83,3 +83,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "troupe.tlsSecret" -}}
 {{- default (printf "%s-tls" (include "troupe.fullname" .)) .Values.troupe.tls.existingSecret }}
 {{- end }}
+
+{{/* --leader-lease NAMESPACE/NAME: with standbys (replicaCount > 1) in Kubernetes mode, Troupe reads
+     its kube-scheduler's Lease so that only the leader's Troupe writes Queue status and reclaims.
+     Empty with one replica: that Troupe is always the active one. */}}
+{{- define "troupe.leaderLease" -}}
+{{- if and .Values.troupe.kubernetesApi .Values.kubeScheduler.leaderElection.enabled (gt (int .Values.replicaCount) 1) }}
+{{- printf "%s/%s" (include "troupe.namespace" .) .Values.kubeScheduler.leaderElection.leaseName }}
+{{- end }}
+{{- end }}

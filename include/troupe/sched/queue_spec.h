@@ -57,6 +57,11 @@ class QueueTree {
   // `default_queue` is the cluster default (kDefaultQueueName unless configured); it is added
   // as an implicit top-level queue when `specs` is not empty and does not define it.
   static QueueTree build(std::vector<QueueSpec> specs, std::string default_queue = kDefaultQueueName);
+  // As above, with queues an adapter could not decode (name -> the adapter's error, which
+  // names the object, the field and the fix): each is kept invalid with that error, and its
+  // children are invalid as children of an invalid parent.
+  static QueueTree build(std::vector<QueueSpec> specs, std::map<std::string, std::string> undecodable,
+                         std::string default_queue);
 
   // No queues at all: queueing is off and every pod is admitted as before.
   bool empty() const { return queues_.empty() && invalid_.empty(); }

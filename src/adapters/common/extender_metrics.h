@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "troupe/sched/scheduler.h"
 
@@ -23,10 +24,12 @@ class ExtenderMetrics {
   // A pod placed (reserved) with the topology quality (0..1) of its GPU set.
   virtual void observePlacement(double topology_quality, bool best_possible) = 0;
 
-  // A scrape: the per-node rows wanted of Scheduler::summary, then the summary and the gang
-  // events drained since the last scrape, then the text exposition format.
+  // A scrape: the per-node rows wanted of Scheduler::summary, then the summary, the queues'
+  // statuses (Scheduler::queueStatuses) and the gang events drained since the last scrape, then
+  // the text exposition format.
   virtual size_t maxNodeRows() const = 0;
   virtual void refreshCluster(sched::ClusterSummary summary) = 0;
+  virtual void refreshQueues(const std::vector<sched::QueueStatus>& statuses) = 0;
   virtual void observeGangEvents(const sched::Scheduler::GangEvents& events) = 0;
   virtual std::string serialize() = 0;
 };

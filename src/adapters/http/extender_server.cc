@@ -135,6 +135,7 @@ ExtenderHandler::Routed ExtenderHandler::route(const std::string& method, const 
       }
       if (path == "/metrics") {
         metrics_.refreshCluster(scheduler_.summary(metrics_.maxNodeRows()));
+        metrics_.refreshQueues(scheduler_.queueStatuses());
         metrics_.observeGangEvents(scheduler_.drainGangEvents());
         return HttpResponse{200, metrics_.serialize(), "text/plain; version=0.0.4"};
       }

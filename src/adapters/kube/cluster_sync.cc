@@ -109,11 +109,40 @@ std::optional<ClusterSync::PendingPod> ClusterSync::pendingPod(const std::string
   return it->second.pod;
 }
 
+std::vector<std::pair<std::string, ClusterSync::PendingPod>> ClusterSync::pendingFor(const std::string& key,
+                                                                                     size_t limit) const {
+  std::vector<std::pair<std::string, PendingPod>> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [uid, rec] : pending_) {
+    if (out.size() >= limit) break;
+    if (rec.pod.gang == key || rec.pod.ns + "/" + rec.pod.name == key) out.emplace_back(uid, rec.pod);
+  }
+  return out;
+}
+
+void ClusterSync::noteQueuedLocked(const PodView& pod) {
+  // Pending: since it was created; bound: since it started (else since it was created).
+  std::optional<std::chrono::system_clock::time_point> wall =
+      pod.bound() && pod.started ? pod.started : pod.created;
+  const auto& clock = scheduler_.config().clock;
+  const sched::QueueClock::time_point now = clock ? clock() : sched::QueueClock::now();
+  sched::QueueClock::time_point since = now;
+  if (wall) {
+    const auto age = std::chrono::system_clock::now() - *wall;
+    // A clock skewed into the future counts as just now.
+    if (age > std::chrono::system_clock::duration::zero())
+      since = now - std::chrono::duration_cast<sched::QueueClock::duration>(age);
+  }
+  scheduler_.notePod(pod.facts, since);
+}
+
 void ClusterSync::applyPodLocked(const PodView& pod) {
   const std::string& uid = pod.facts.uid;
   if (!pod.bound() && !pod.terminating && !pod.finished && pod.gpus > 0) {
-    pending_[uid] =
-        PendingRecord{PendingPod{pod.facts.ns, pod.facts.name, pod.scheduler_name}, pod_generation_};
+    pending_[uid] = PendingRecord{
+        PendingPod{pod.facts.ns, pod.facts.name, pod.scheduler_name, sched::gangKeyOf(pod.facts)},
+        pod_generation_};
+    noteQueuedLocked(pod);
   } else {
     pending_.erase(uid);
   }
@@ -134,6 +163,8 @@ void ClusterSync::applyPodLocked(const PodView& pod) {
     }
     return;
   }
+  // Being deleted: out of its queue already (forgetPod above), though it holds its GPUs.
+  if (!pod.terminating) noteQueuedLocked(pod);
   PodRecord want;
   want.node = pod.facts.node_name;
   want.key = pod.facts.key();
@@ -248,7 +279,13 @@ void ClusterSync::endPodList() {
     }
     for (const std::string& uid : gone) forgetPodLocked(uid);
     for (auto it = pending_.begin(); it != pending_.end();) {
-      it = it->second.generation != pod_generation_ ? pending_.erase(it) : std::next(it);
+      if (it->second.generation == pod_generation_) {
+        ++it;
+        continue;
+      }
+      // Deleted while the watch was down: out of its queue's pending demand (and its gang).
+      scheduler_.forgetPod(it->first);
+      it = pending_.erase(it);
     }
     if (!gone.empty()) {
       logger_.info("relist: pods gone while the watch was down", {{"released", std::to_string(gone.size())}});

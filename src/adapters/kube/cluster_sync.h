@@ -13,6 +13,10 @@
 //   - a pod that finishes or is deleted releases its GPUs;
 //   - a pod being deleted (deletionTimestamp) or deleted leaves its gang at once
 //     (Scheduler::forgetPod): a gang whose pods are all gone ends and frees what it held;
+//   - queues: every unbound GPU pod that is not being deleted, and every bound one that holds
+//     GPUs, is noted in its queue's accounting (Scheduler::notePod) with how long it has
+//     waited (creationTimestamp) or run (status.startTime), converted to the steady clock;
+//     deletion and release take it out again;
 //   - a bound gang member is recorded as a member of its gang (troupe.dev/gang or the other
 //     gang keys), so after a restart the gang's bound members count towards its minimum and
 //     only the unbound ones are planned again.
@@ -63,8 +67,12 @@ class ClusterSync {
   // An unbound GPU pod, not being deleted, as the pod watch (or a list) last showed it.
   struct PendingPod {
     std::string ns, name, scheduler_name;
+    std::string gang;  // its gang's key ("" on its own)
   };
   std::optional<PendingPod> pendingPod(const std::string& uid) const;
+  // Unbound GPU pods whose namespace/name or gang key is `key` (a reclaim plan's for_key), at
+  // most `limit`, as uid and pod.
+  std::vector<std::pair<std::string, PendingPod>> pendingFor(const std::string& key, size_t limit) const;
 
   bool nodesSynced() const { return nodes_synced_.load(); }
   bool podsSynced() const { return pods_synced_.load(); }
@@ -137,6 +145,8 @@ class ClusterSync {
   void applyNodeLocked(const model::NodeFacts& facts);
   void unrecordNodeLocked(const std::string& node);
   void maybeSynced();
+  // The pod in its queue's accounting (pending or holding GPUs); caller holds mu_.
+  void noteQueuedLocked(const PodView& pod);
 
   sched::Scheduler& scheduler_;
   adapters::Logger& logger_;

@@ -1,7 +1,10 @@
 #include "adapters/kube/kube_objects.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <array>
+#include <cstdio>
 
 #include "troupe/common/quantity.h"
 
@@ -116,10 +119,16 @@ Result<PodView> decodePod(const Json& pod) {
   PodView v;
   v.facts = std::move(facts).value();
   if (v.facts.uid.empty()) return invalidArgument("pod " + v.facts.key() + " has no metadata.uid");
+  auto timeOf = [](const Json* t) -> std::optional<std::chrono::system_clock::time_point> {
+    if (!t || !t->is_string()) return std::nullopt;
+    return parseApiTime(t->get_ref<const std::string&>());
+  };
   if (const Json* meta = member(pod, "metadata")) {
     const Json* ts = member(*meta, "deletionTimestamp");
     v.terminating = ts && !ts->is_null();
+    v.created = timeOf(member(*meta, "creationTimestamp"));
   }
+  if (const Json* status = member(pod, "status")) v.started = timeOf(member(*status, "startTime"));
   // The API server defaults an absent schedulerName; a pod read from it always has one.
   v.scheduler_name = "default-scheduler";
   if (const Json* spec = member(pod, "spec")) {
@@ -167,6 +176,69 @@ Result<model::NodeFacts> decodeNode(const Json& node) {
   facts.value().memory = text("memory");
   facts.value().pods = text("pods");
   return facts;
+}
+
+std::optional<std::chrono::system_clock::time_point> parseApiTime(std::string_view text) {
+  // YYYY-MM-DDTHH:MM:SS, then optional .fraction, then Z or +HH:MM / -HH:MM.
+  auto digits = [&](size_t at, size_t n, int* out) {
+    if (at + n > text.size()) return false;
+    int v = 0;
+    for (size_t i = at; i < at + n; ++i) {
+      if (text[i] < '0' || text[i] > '9') return false;
+      v = v * 10 + (text[i] - '0');
+    }
+    *out = v;
+    return true;
+  };
+  struct tm tm {};
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  if (!digits(0, 4, &year) || text.size() < 20 || text[4] != '-' || !digits(5, 2, &month) || text[7] != '-' ||
+      !digits(8, 2, &day) || (text[10] != 'T' && text[10] != 't') || !digits(11, 2, &hour) ||
+      text[13] != ':' || !digits(14, 2, &minute) || text[16] != ':' || !digits(17, 2, &second)) {
+    return std::nullopt;
+  }
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60)
+    return std::nullopt;
+  size_t at = 19;
+  int64_t nanos = 0;
+  if (at < text.size() && text[at] == '.') {
+    int64_t scale = 100000000;
+    for (++at; at < text.size() && text[at] >= '0' && text[at] <= '9'; ++at) {
+      nanos += (text[at] - '0') * scale;
+      scale /= 10;
+    }
+  }
+  int offset_minutes = 0;
+  if (at < text.size() && (text[at] == 'Z' || text[at] == 'z')) {
+    ++at;
+  } else if (at < text.size() && (text[at] == '+' || text[at] == '-')) {
+    int oh = 0, om = 0;
+    if (!digits(at + 1, 2, &oh) || at + 3 >= text.size() || text[at + 3] != ':' || !digits(at + 4, 2, &om))
+      return std::nullopt;
+    offset_minutes = (text[at] == '+' ? 1 : -1) * (oh * 60 + om);
+    at += 6;
+  } else {
+    return std::nullopt;
+  }
+  if (at != text.size()) return std::nullopt;
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  const time_t secs = timegm(&tm);
+  return std::chrono::system_clock::from_time_t(secs) - std::chrono::minutes(offset_minutes) +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(nanos));
+}
+
+std::string formatApiTime(std::chrono::system_clock::time_point t) {
+  const time_t secs = std::chrono::system_clock::to_time_t(t);
+  struct tm tm {};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 std::string formatGpus(const std::vector<int>& gpus) {

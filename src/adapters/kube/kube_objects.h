@@ -3,6 +3,8 @@
 // accounting needs.
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +37,10 @@ struct PodView {
   bool has_assignment = false;     // troupe.dev/gpus is present
   std::vector<int> assigned;       // its indices when usable
   std::string assignment_problem;  // why they are not usable ("" when usable or absent)
+  // metadata.creationTimestamp and status.startTime (wall clock), when present and readable:
+  // how long a pod has waited or run, for its queue (the minimum runtime before reclaim).
+  std::optional<std::chrono::system_clock::time_point> created;
+  std::optional<std::chrono::system_clock::time_point> started;
 
   bool bound() const { return !facts.node_name.empty(); }
   bool holdsGpus() const { return bound() && !finished && gpus > 0; }
@@ -49,6 +55,12 @@ Result<PodView> decodePod(const Json& pod);
 // simulator does) account for the CPU and memory of the pods it binds. kube-scheduler still
 // enforces them for every pod; pods Troupe did not bind count for their GPUs only.
 Result<model::NodeFacts> decodeNode(const Json& node);
+
+// An API timestamp ("2026-12-02T05:49:32Z", fractions and offsets accepted); nullopt when it is
+// not one.
+std::optional<std::chrono::system_clock::time_point> parseApiTime(std::string_view text);
+// The form the API writes: "2026-12-02T05:49:32Z" (UTC, whole seconds).
+std::string formatApiTime(std::chrono::system_clock::time_point t);
 
 // "0,1,2,3"
 std::string formatGpus(const std::vector<int>& gpus);

@@ -1,8 +1,20 @@
 #include "adapters/kube/kube_runtime.h"
 
+#include <algorithm>
+
 namespace troupe::kube {
 
 namespace {
+
+// A change of queues or namespace defaults lists the pods again, so each pod is noted in the
+// queue it belongs to now (relists are coalesced: many changes, one list). `watcher` is the
+// pod watcher, created before the queue watches start.
+QueueSink podsAgainOnChange(QueueSink sink, const std::unique_ptr<Watcher>& watcher) {
+  sink.membership_changed = [&watcher](const std::string& why) {
+    if (watcher) watcher->relistNow(why);
+  };
+  return sink;
+}
 
 // The runtime's sink, handed down to the parts that run their own threads.
 KubeOptions withInternalErrors(KubeOptions options) {
@@ -23,9 +35,18 @@ KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, adapte
       options_(withInternalErrors(std::move(options))),
       seed_rng_(std::random_device{}()),
       sync_(scheduler, logger),
+      queue_sync_(podsAgainOnChange(QueueSink::of(scheduler), pod_watcher_), logger,
+                  options_.queues.default_queue),
       events_(api_, logger, options_.events),
       pod_groups_(api_, logger, options_.pod_groups),
-      binder_(api_, scheduler, sync_, &events_, logger, options_.binder) {
+      binder_(api_, scheduler, sync_, &events_, logger, options_.binder),
+      leader_(api_, logger, options_.queues.leader_lease,
+              options_.queues.identity.empty() ? options_.events.instance : options_.queues.identity),
+      status_writer_(
+          api_, [this] { return scheduler_.queueStatuses(); }, logger,
+          [this] { return queue_sync_.queueObjects(); }),
+      reclaimer_(api_, ReclaimCore::of(scheduler), &events_, logger,
+                 [this](const std::string& key) { return waitingPods(key); }) {
   if (metrics_) metrics_->enableKube();
   scheduler_.setGangObserver([this](const sched::GangNotice& n) {
     using Kind = sched::GangNotice::Kind;
@@ -89,6 +110,40 @@ void KubeRuntime::start(std::function<void()> on_ready) {
     pod_watcher_->run(stop_);
   });
 
+  WatchConfig queues;
+  queues.name = "queues";
+  queues.path = kQueuesPath;
+  queues.page_size = options_.page_size;
+  queues.timeout_seconds = options_.watch_timeout_seconds;
+  queues.missing_hint =
+      "the Queue CRD (queues.troupe.dev) is not installed: install the chart's CRDs (or deploy/), or "
+      "ignore this if you use no Queues; the config file's queues apply meanwhile";
+  threads_.emplace_back([this, queues, uniform = makeUniform()] {
+    Watcher w(api_, queues, queue_sync_.queueHandler(), logger_, uniform, metrics_, options_.internal_errors);
+    w.run(stop_);
+  });
+  WatchConfig namespaces;
+  namespaces.name = "namespaces";
+  namespaces.path = "/api/v1/namespaces";
+  namespaces.page_size = options_.page_size;
+  namespaces.timeout_seconds = options_.watch_timeout_seconds;
+  threads_.emplace_back([this, namespaces, uniform = makeUniform()] {
+    Watcher w(api_, namespaces, queue_sync_.namespaceHandler(), logger_, uniform, metrics_,
+              options_.internal_errors);
+    w.run(stop_);
+  });
+  threads_.emplace_back([this] {
+    // Far in the past: the first round does everything.
+    std::chrono::steady_clock::time_point last_status{}, last_reclaim{}, last_lease{};
+    const auto tick = std::min({options_.queues.status_every, options_.queues.reclaim_every,
+                                options_.queues.lease_every, std::chrono::milliseconds(1000)});
+    while (stop_.sleepFor(tick)) {
+      adapters::guarded(logger_, options_.internal_errors, adapters::kWhereHousekeeping,
+                        "queue status and reclaim",
+                        [&] { queueRound(last_status, last_reclaim, last_lease); });
+    }
+  });
+
   threads_.emplace_back([this] {
     auto last_stats = std::chrono::steady_clock::now();
     while (stop_.sleepFor(options_.reconcile_every)) {
@@ -120,6 +175,33 @@ void KubeRuntime::housekeeping(std::chrono::steady_clock::time_point& last_stats
                                    {"unconfirmed_bindings", std::to_string(binder_.unconfirmedCount())},
                                    {"unwatched_bindings", std::to_string(binder_.unechoedCount())},
                                    {"events_posted", std::to_string(events_.posted())}});
+  }
+}
+
+std::vector<PodRef> KubeRuntime::waitingPods(const std::string& for_key) const {
+  std::vector<PodRef> out;
+  for (const auto& [uid, pod] : sync_.pendingFor(for_key, 64)) out.push_back(PodRef{pod.ns, pod.name, uid});
+  return out;
+}
+
+void KubeRuntime::queueRound(std::chrono::steady_clock::time_point& last_status,
+                             std::chrono::steady_clock::time_point& last_reclaim,
+                             std::chrono::steady_clock::time_point& last_lease) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_lease >= options_.queues.lease_every) {
+    last_lease = now;
+    const bool was = leader_.active();
+    if (!leader_.refresh() && was) status_writer_.reset();
+  }
+  // Both wait for the first full sync: a half-listed cluster would look like idle queues.
+  if (!leader_.active() || !sync_.synced()) return;
+  if (now - last_reclaim >= options_.queues.reclaim_every) {
+    last_reclaim = now;
+    reclaimer_.runOnce();
+  }
+  if (now - last_status >= options_.queues.status_every) {
+    last_status = now;
+    status_writer_.writeOnce();
   }
 }
 

@@ -1,4 +1,6 @@
 // Troupe with a Kubernetes API: the Node and Pod watches feeding the scheduling core, the
+// Queue and Namespace watches feeding its queues (and, on the active replica only, the Queues'
+// status writer and the reclaimer, docs/queues.md), the
 // binder kube-scheduler's bind verb uses, the event recorder (also for the core's gang
 // notices: GangPlanned, GangWaiting, GangTimedOut on member pods), the PodGroup reader, and a
 // housekeeping thread that settles unconfirmed bindings and checks that the pod watch is alive
@@ -20,18 +22,35 @@
 #include "adapters/kube/binder.h"
 #include "adapters/kube/cluster_sync.h"
 #include "adapters/kube/events.h"
+#include "adapters/kube/leader_lease.h"
 #include "adapters/kube/metered_transport.h"
 #include "adapters/kube/pod_groups.h"
+#include "adapters/kube/queue_status.h"
+#include "adapters/kube/queue_sync.h"
+#include "adapters/kube/reclaimer.h"
 #include "adapters/kube/stop_signal.h"
 #include "adapters/kube/watcher.h"
 #include "troupe/sched/scheduler.h"
 
 namespace troupe::kube {
 
+// Queues in Kubernetes mode.
+struct QueueOptions {
+  std::string default_queue = sched::kDefaultQueueName;  // queues.default of the config
+  // kube-scheduler's leader-election Lease (--leader-lease): only the replica whose host holds
+  // it writes status and reclaims. None: always active (one replica).
+  std::optional<LeaseRef> leader_lease;
+  std::string identity;  // this host's name; events.instance when empty
+  std::chrono::milliseconds status_every{5000};
+  std::chrono::milliseconds reclaim_every{2000};
+  std::chrono::milliseconds lease_every{2000};
+};
+
 struct KubeOptions {
   BinderOptions binder;
   PodGroupOptions pod_groups;
   EventOptions events;
+  QueueOptions queues;
   int watch_timeout_seconds = 300;  // sent as timeoutSeconds (+0-25%): the server ends each watch
   int page_size = 500;
   std::chrono::milliseconds reconcile_every{2000};
@@ -67,6 +86,7 @@ class KubeRuntime {
     return [this](const std::string& ns, const std::string& name) { return pod_groups_.lookup(ns, name); };
   }
   ClusterSync& sync() { return sync_; }
+  QueueSync& queueSync() { return queue_sync_; }
   // The pod watcher, while started.
   Watcher* podWatcher() { return pod_watcher_.get(); }
 
@@ -74,6 +94,13 @@ class KubeRuntime {
   std::function<double()> makeUniform();
   // One round of the housekeeping thread: settle bindings, check the pod watch, cache gauges.
   void housekeeping(std::chrono::steady_clock::time_point& last_stats);
+  // The queue loop: the leader check, then (active only) status writes and reclaims, each on
+  // its own period.
+  void queueRound(std::chrono::steady_clock::time_point& last_status,
+                  std::chrono::steady_clock::time_point& last_reclaim,
+                  std::chrono::steady_clock::time_point& last_lease);
+  // The pending pods a reclaim plan is for, for its Events.
+  std::vector<PodRef> waitingPods(const std::string& for_key) const;
 
   adapters::KubeMetrics* metrics_;
   std::unique_ptr<MeteredTransport> metered_;  // wraps the caller's transport when metrics are on
@@ -84,9 +111,13 @@ class KubeRuntime {
   std::mt19937_64 seed_rng_;
 
   ClusterSync sync_;
+  QueueSync queue_sync_;
   EventRecorder events_;
   PodGroupCache pod_groups_;
   Binder binder_;
+  LeaderCheck leader_;
+  QueueStatusWriter status_writer_;
+  Reclaimer reclaimer_;
   std::unique_ptr<Watcher> pod_watcher_;  // reached by the housekeeping thread's liveness check
   StopSignal stop_;
   std::vector<std::thread> threads_;

@@ -150,6 +150,16 @@ bool Watcher::list(StopSignal& stop) {
         continue;
       }
       ++stats_.failures;
+      if (reply.kind == ApiErrorKind::kNotFound && !config_.missing_hint.empty()) {
+        if (!missing_logged_) {
+          logger_.warn("resource not installed; retrying with backoff",
+                       {{"resource", config_.name}, {"path", config_.path}, {"fix", config_.missing_hint}});
+        } else {
+          logger_.debug("resource still not installed", {{"resource", config_.name}});
+        }
+        missing_logged_ = true;
+        return false;
+      }
       logger_.warn("list failed", {{"resource", config_.name}, {"error", reply.message}});
       return false;
     }
@@ -170,6 +180,7 @@ bool Watcher::list(StopSignal& stop) {
     if (cont.empty()) break;
   }
   handler_.endList();
+  missing_logged_ = false;
   resource_version_ = rv;
   ++stats_.lists;
   synced();

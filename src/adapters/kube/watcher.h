@@ -9,9 +9,12 @@
 //      watch resumes where it stopped, and nothing is lost or repeated.
 //   3. 410 Gone (on the watch request or as an ERROR event), or an expired continue token:
 //      list again from scratch.
-//   4. Any other failure: wait with capped exponential backoff and jitter (0.5 s doubling to
+//   4. A resource whose API may not be installed (a CRD) sets `missing_hint`: a 404 on its list
+//      is logged once at warn with that hint (and then at debug while it lasts), and retried
+//      with the same backoff, so installing it later is picked up without a restart.
+//   5. Any other failure: wait with capped exponential backoff and jitter (0.5 s doubling to
 //      30 s, each wait a random point in its upper half), then resume.
-//   5. relistNow() from another thread (the runtime's liveness check found the watch silent
+//   6. relistNow() from another thread (the runtime's liveness check found the watch silent
 //      although the resource changed): the open stream is ended and the next step lists.
 //
 // Runs on its own thread until stop; the handler is called from that thread only. With
@@ -62,6 +65,8 @@ struct WatchConfig {
   int timeout_seconds = 300;  // per watch request; a random 0-25% is added
   std::chrono::milliseconds backoff_initial{500};
   std::chrono::milliseconds backoff_cap{30000};
+  // Set for an optional API (a CRD): what a 404 on the list means and how to fix it.
+  std::string missing_hint;
 };
 
 struct WatchStats {
@@ -121,6 +126,7 @@ class Watcher {
   Backoff backoff_;
   std::string resource_version_;
   WatchStats stats_;
+  bool missing_logged_ = false;  // the 404 of an optional API was logged; until a list succeeds
   adapters::KubeMetrics* metrics_;
   adapters::InternalErrors internal_errors_;
 

@@ -139,7 +139,8 @@ Metrics::Metrics(const std::string& version, adapters::PerNodeSeries per_node)
               .Help("Unexpected exceptions caught instead of ending the process, by where: watch, "
                     "binder, events, housekeeping, ticker, http. Anything above 0 is a bug to "
                     "report; the log line says what failed.")
-              .Register(*registry_)) {
+              .Register(*registry_)),
+      queue_series_(*registry_) {
   prometheus::BuildGauge()
       .Name("troupe_build_info")
       .Help("Troupe's version; always 1.")
@@ -224,6 +225,11 @@ void Metrics::refreshCluster(sched::ClusterSummary s) {
     scores_computed_.Increment(static_cast<double>(s.scores_computed - scores_computed_seen_));
     scores_computed_seen_ = s.scores_computed;
   }
+}
+
+void Metrics::refreshQueues(const std::vector<sched::QueueStatus>& statuses) {
+  std::lock_guard lock(cluster_mu_);
+  queue_series_.refresh(statuses);
 }
 
 void Metrics::observeGangEvents(const sched::Scheduler::GangEvents& events) {

@@ -1,8 +1,8 @@
 // Troupe's Prometheus metrics (prometheus-cpp), one declared list for the whole service.
 //
 // Names follow Prometheus conventions: troupe_ prefix, base units (_seconds), _total on
-// counters. Labels are bounded sets (verb, outcome, category, product, node, resource, code):
-// never pod names. Node names are bounded by the cluster's size (3 series per GPU node, only
+// counters. Labels are bounded sets (verb, outcome, category, product, node, resource, code,
+// queue): never pod names. Node names are bounded by the cluster's size (3 series per GPU node, only
 // while PerNodeSeries says so), and product and node series go when their product or node
 // leaves the model, so label values taken from node facts never pile up.
 // Thread-safe: prometheus-cpp metrics are atomic; refreshCluster() and serialize() take
@@ -25,6 +25,7 @@
 #include "adapters/common/extender_metrics.h"
 #include "adapters/common/kube_metrics.h"
 #include "adapters/common/per_node_series.h"
+#include "adapters/metrics/queue_series.h"
 #include "troupe/sched/scheduler.h"
 
 namespace troupe::metrics {
@@ -49,6 +50,8 @@ class Metrics final : public adapters::ExtenderMetrics, public adapters::KubeMet
   // GPU node count (or the summary omitted its node rows).
   // Takes the summary by value to keep its node rows without copying them.
   void refreshCluster(sched::ClusterSummary summary) override;
+  // Per-queue series (queue_series.h); those of queues that are gone are removed.
+  void refreshQueues(const std::vector<sched::QueueStatus>& statuses) override;
 
   // Kubernetes mode: the health of the API watches and caches (resource: nodes | pods).
   void enableKube() override;
@@ -99,7 +102,8 @@ class Metrics final : public adapters::ExtenderMetrics, public adapters::KubeMet
     prometheus::Gauge* free = nullptr;
     prometheus::Gauge* nodes = nullptr;
   };
-  std::mutex cluster_mu_;  // refreshCluster replaces label sets as a whole
+  std::mutex cluster_mu_;     // refreshCluster and refreshQueues replace label sets as a whole
+  QueueSeries queue_series_;  // guarded by cluster_mu_
   std::unordered_map<std::string, ProductSeries> product_series_;  // guarded by cluster_mu_
   // troupe_node_gpus: the last summary's node rows, written by serialize() itself
   // (node_gpus_text.h), not through the registry; empty while per-node series are off.

@@ -8,7 +8,9 @@
 #include <string_view>
 #include <tuple>
 
+#include "adapters/common/gpu_amount.h"
 #include "troupe/sched/gang.h"
+#include "troupe/sched/gpu_amount.h"
 #include "troupe/sched/policy_registry.h"
 
 namespace troupe::config {
@@ -45,6 +47,29 @@ Result<T> scalar(const Where& w, const YAML::Node& node, const std::string& key,
   } catch (const YAML::Exception&) {
     return w.at(node, key, std::string("must be ") + expected + ", got \"" + node.Scalar() + "\"");
   }
+}
+
+// A DNS subdomain (RFC 1123): how Kubernetes names scheduler profiles and cluster-scoped objects.
+bool isDnsSubdomain(const std::string& name) {
+  auto alnum = [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'); };
+  bool ok = !name.empty() && name.size() <= 253;
+  for (size_t start = 0; ok && start <= name.size();) {
+    size_t end = name.find('.', start);
+    if (end == std::string::npos) end = name.size();
+    const std::string_view label(name.data() + start, end - start);
+    ok = !label.empty() && label.size() <= 63 && alnum(label.front()) && alnum(label.back());
+    for (char ch : label) ok = ok && (alnum(ch) || ch == '-');
+    start = end + 1;
+  }
+  return ok;
+}
+
+// A Queue's name, as the Queue object's metadata.name must be.
+Status checkQueueName(const std::string& name) {
+  if (isDnsSubdomain(name)) return Status::ok();
+  return invalidArgument("\"" + name +
+                         "\" is not a queue name: use lower-case letters, digits, '-' and '.', starting and "
+                         "ending with a letter or digit (e.g. research)");
 }
 
 Result<std::string> readAll(const std::string& path) {
@@ -138,6 +163,140 @@ Status parseMetrics(const Where& w, const YAML::Node& m, adapters::PerNodeSeries
   return Status::ok();
 }
 
+// A duration key such as queues.minRuntime: "5m", "90s"; `allow_zero` for "at once".
+Result<std::chrono::milliseconds> durationKey(const Where& w, const YAML::Node& node, const std::string& key,
+                                              bool allow_zero) {
+  Result<std::string> v = scalar<std::string>(w, node, key, "a duration such as 5m");
+  if (!v.isOk()) return v.status();
+  Result<std::chrono::milliseconds> d = sched::parseDuration(v.value());
+  if (!d.isOk() || d.value().count() < 0 || (!allow_zero && d.value().count() == 0)) {
+    return w.at(node, key,
+                std::string("is \"") + v.value() + "\": must be a " + (allow_zero ? "" : "positive ") +
+                    "duration such as \"5m\" or \"90s\"" + (allow_zero ? " (0s: at once)" : ""));
+  }
+  return d.value();
+}
+
+// guaranteed / limit: {gpus: N, products: {PRODUCT: N}}, N whole or a quantity ("2.5", "500m").
+Status parseGpuQuota(const Where& w, const YAML::Node& node, const std::string& key, sched::GpuQuota* out) {
+  if (node.IsNull()) return Status::ok();
+  if (Status s = checkKeys(w, node, key, {"gpus", "products"}); !s.isOk()) return s;
+  auto amount = [&](const YAML::Node& n, const std::string& name) -> Result<int64_t> {
+    if (!n.IsScalar()) return w.at(n, name, "must be a number of GPUs such as 8, \"2.5\" or \"500m\"");
+    Result<int64_t> milli = adapters::parseGpuAmount(n.Scalar());
+    if (!milli.isOk()) return w.at(n, name, milli.status().message());
+    return milli.value();
+  };
+  if (const YAML::Node gpus = node["gpus"]; gpus && !gpus.IsNull()) {
+    Result<int64_t> milli = amount(gpus, key + ".gpus");
+    if (!milli.isOk()) return milli.status();
+    out->milli = milli.value();
+  }
+  if (const YAML::Node products = node["products"]; products && !products.IsNull()) {
+    if (!products.IsMap()) {
+      return w.at(products, key + ".products",
+                  "must map GPU products (the nodes' nvidia.com/gpu.product label) to GPUs, e.g. "
+                  "{NVIDIA-H100-80GB-HBM3: 4}");
+    }
+    for (auto it = products.begin(); it != products.end(); ++it) {
+      const std::string product = it->first.as<std::string>();
+      Result<int64_t> milli = amount(it->second, key + ".products." + product);
+      if (!milli.isOk()) return milli.status();
+      out->product_milli[product] = milli.value();
+    }
+  }
+  return Status::ok();
+}
+
+Result<sched::QueueSpec> parseQueueDefinition(const Where& w, const YAML::Node& node,
+                                              const std::string& key) {
+  if (Status s = checkKeys(w, node, key, {"name", "parent", "weight", "guaranteed", "limit", "preemptible"});
+      !s.isOk())
+    return s;
+  sched::QueueSpec spec;
+  if (!node["name"]) return w.at(node, key + ".name", "is required: the queue's name, e.g. research");
+  Result<std::string> name = scalar<std::string>(w, node["name"], key + ".name", "a queue name");
+  if (!name.isOk()) return name.status();
+  spec.name = name.value();
+  if (node["parent"] && !node["parent"].IsNull()) {
+    Result<std::string> parent = scalar<std::string>(w, node["parent"], key + ".parent", "a queue name");
+    if (!parent.isOk()) return parent.status();
+    spec.parent = parent.value();
+  }
+  if (node["weight"]) {
+    Result<double> weight =
+        scalar<double>(w, node["weight"], key + ".weight", "a positive number such as 1 or 2.5");
+    if (!weight.isOk()) return weight.status();
+    if (Status s = adapters::checkQueueWeight(weight.value()); !s.isOk())
+      return w.at(node["weight"], key + ".weight", s.message());
+    spec.weight = weight.value();
+  }
+  for (auto [field, target] : {std::pair{"guaranteed", &spec.guaranteed}, {"limit", &spec.limit}}) {
+    if (!node[field]) continue;
+    if (Status s = parseGpuQuota(w, node[field], key + "." + field, target); !s.isOk()) return s;
+  }
+  if (node["preemptible"]) {
+    Result<bool> p = scalar<bool>(w, node["preemptible"], key + ".preemptible", "true or false");
+    if (!p.isOk()) return p.status();
+    spec.preemptible = p.value();
+  }
+  return spec;
+}
+
+Status parseQueues(const Where& w, const YAML::Node& q, QueuesConfig* out) {
+  if (Status s =
+          checkKeys(w, q, "queues", {"default", "minRuntime", "reclaim", "reclaimTimeout", "definitions"});
+      !s.isOk())
+    return s;
+  if (q["default"]) {
+    Result<std::string> v = scalar<std::string>(w, q["default"], "queues.default", "a queue name");
+    if (!v.isOk()) return v.status();
+    if (Status st = checkQueueName(v.value()); !st.isOk())
+      return w.at(q["default"], "queues.default", st.message());
+    out->default_queue = v.value();
+  }
+  if (q["minRuntime"]) {
+    Result<std::chrono::milliseconds> d = durationKey(w, q["minRuntime"], "queues.minRuntime", true);
+    if (!d.isOk()) return d.status();
+    out->min_runtime = d.value();
+  }
+  if (q["reclaimTimeout"]) {
+    Result<std::chrono::milliseconds> d = durationKey(w, q["reclaimTimeout"], "queues.reclaimTimeout", false);
+    if (!d.isOk()) return d.status();
+    out->reclaim_timeout = d.value();
+  }
+  if (q["reclaim"]) {
+    Result<bool> v = scalar<bool>(w, q["reclaim"], "queues.reclaim", "true or false");
+    if (!v.isOk()) return v.status();
+    out->reclaim = v.value();
+  }
+  const YAML::Node defs = q["definitions"];
+  if (!defs || defs.IsNull()) return Status::ok();
+  if (!defs.IsSequence()) {
+    return w.at(defs, "queues.definitions", "must be a list of queues, e.g. [{name: research, weight: 2}]");
+  }
+  out->definitions.clear();
+  for (size_t i = 0; i < defs.size(); ++i) {
+    const std::string key = "queues.definitions[" + std::to_string(i) + "]";
+    Result<sched::QueueSpec> spec = parseQueueDefinition(w, defs[i], key);
+    if (!spec.isOk()) return spec.status();
+    out->definitions.push_back(std::move(spec).value());
+  }
+  // The tree's own checks (names, parents, cycles, guarantees within limits and parents): a
+  // queue it refuses would refuse its pods, so the file is refused instead, at that queue.
+  const sched::QueueTree tree = sched::QueueTree::build(out->definitions, out->default_queue);
+  for (size_t i = 0; i < out->definitions.size(); ++i) {
+    auto bad = tree.invalid().find(out->definitions[i].name);
+    if (bad == tree.invalid().end()) continue;
+    return w.at(defs[i], "queues.definitions[" + std::to_string(i) + "]", bad->second);
+  }
+  if (!tree.invalid().empty()) {
+    return w.at(defs, "queues.definitions",
+                tree.invalid().begin()->first + ": " + tree.invalid().begin()->second);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<ServeConfig> parseServeConfig(const std::string& text, const std::string& source) {
@@ -149,7 +308,7 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
   Where w{source};
   if (Status s = checkKeys(w, root, "",
                            {"listen", "maxBodyBytes", "logLevel", "policy", "filter", "topology", "gang",
-                            "metrics", "schedulerNames", "learnedNodes", "limits", "binder"});
+                            "metrics", "schedulerNames", "learnedNodes", "limits", "binder", "queues"});
       !s.isOk())
     return s;
   if (root["listen"]) {
@@ -287,6 +446,9 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
       c.scheduler_names.push_back(v.value());
     }
   }
+  if (const YAML::Node queues = root["queues"]) {
+    if (Status st = parseQueues(w, queues, &c.queues); !st.isOk()) return st;
+  }
   if (const YAML::Node learned = root["learnedNodes"]) {
     if (Status st = checkKeys(w, learned, "learnedNodes", {"maxNodes", "ttlSeconds"}); !st.isOk()) return st;
     if (learned["maxNodes"]) {
@@ -308,17 +470,7 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
 
 Status checkSchedulerName(const std::string& name) {
   // A DNS subdomain (RFC 1123), as Kubernetes validates spec.schedulerName.
-  auto alnum = [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'); };
-  bool ok = !name.empty() && name.size() <= 253;
-  for (size_t start = 0; ok && start <= name.size();) {
-    size_t end = name.find('.', start);
-    if (end == std::string::npos) end = name.size();
-    const std::string_view label(name.data() + start, end - start);
-    ok = !label.empty() && label.size() <= 63 && alnum(label.front()) && alnum(label.back());
-    for (char ch : label) ok = ok && (alnum(ch) || ch == '-');
-    start = end + 1;
-  }
-  if (!ok) {
+  if (!isDnsSubdomain(name)) {
     return invalidArgument("\"" + name +
                            "\" is not a scheduler profile name: use lower-case letters, digits, '-' and '.', "
                            "starting and ending with a letter or digit (e.g. troupe-scheduler)");
@@ -340,6 +492,33 @@ namespace {
 std::string formatDuration(std::chrono::milliseconds d) {
   if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + "s";
   return std::to_string(d.count()) + "ms";
+}
+
+// Amounts as parseGpuAmount reads them back: 8, 2.5, 0.125.
+void formatGpuQuota(YAML::Emitter& out, const sched::GpuQuota& quota) {
+  if (quota.empty()) out << YAML::Flow;  // "{}": nothing set
+  out << YAML::BeginMap;
+  if (quota.milli) out << YAML::Key << "gpus" << YAML::Value << sched::gpusText(*quota.milli);
+  if (!quota.product_milli.empty()) {
+    out << YAML::Key << "products" << YAML::Value << YAML::BeginMap;
+    for (const auto& [product, milli] : quota.product_milli)
+      out << YAML::Key << product << YAML::Value << sched::gpusText(milli);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+}
+
+void formatQueueDefinition(YAML::Emitter& out, const sched::QueueSpec& spec) {
+  out << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << spec.name;
+  out << YAML::Key << "parent" << YAML::Value << spec.parent;
+  out << YAML::Key << "weight" << YAML::Value << spec.weight;
+  out << YAML::Key << "guaranteed" << YAML::Value;
+  formatGpuQuota(out, spec.guaranteed);
+  out << YAML::Key << "limit" << YAML::Value;
+  formatGpuQuota(out, spec.limit);
+  out << YAML::Key << "preemptible" << YAML::Value << spec.preemptible;
+  out << YAML::EndMap;
 }
 
 }  // namespace
@@ -394,6 +573,18 @@ std::string formatServeConfig(const ServeConfig& c) {
   out << YAML::Key << "readTimeoutSeconds" << YAML::Value << l.read_timeout_seconds;
   out << YAML::Key << "idleTimeoutSeconds" << YAML::Value << l.idle_timeout_seconds;
   out << YAML::Key << "writeTimeoutSeconds" << YAML::Value << l.write_timeout_seconds;
+  out << YAML::EndMap;
+  const QueuesConfig& q = c.queues;
+  out << YAML::Key << "queues" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "default" << YAML::Value << q.default_queue;
+  out << YAML::Key << "minRuntime" << YAML::Value << formatDuration(q.min_runtime);
+  out << YAML::Key << "reclaim" << YAML::Value << q.reclaim;
+  out << YAML::Key << "reclaimTimeout" << YAML::Value << formatDuration(q.reclaim_timeout);
+  out << YAML::Key << "definitions" << YAML::Value;
+  if (q.definitions.empty()) out << YAML::Flow;  // "definitions: []", as the chart writes it
+  out << YAML::BeginSeq;
+  for (const sched::QueueSpec& spec : q.definitions) formatQueueDefinition(out, spec);
+  out << YAML::EndSeq;
   out << YAML::EndMap;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";

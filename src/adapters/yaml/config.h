@@ -38,6 +38,21 @@
 //     readTimeoutSeconds: 60        # a whole request, header and body
 //     idleTimeoutSeconds: 120       # a kept-alive connection between requests
 //     writeTimeoutSeconds: 60       # writing one answer
+//   queues:                         # batch queues (docs/queues.md)
+//     default: default              # the queue of pods that name none (nor does their namespace)
+//     minRuntime: 5m                # a pod may be reclaimed only after running this long
+//     reclaim: true                 # evict pods of queues above their fair share for queues
+//                                   # below their guarantee; false: admission and fair share only
+//     reclaimTimeout: 2m            # a reclaim not done by then is given up (and may be planned again)
+//     definitions: []               # the queues, each with a Queue's spec fields and its name;
+//                                   # Kubernetes mode: the Queue objects replace them once listed
+//     # definitions:
+//     #   - name: research
+//     #     weight: 2               # > 0, default 1
+//     #     guaranteed: {gpus: 8}   # GPUs: 8, "2.5" or "500m"; absent: nothing guaranteed
+//     #     limit: {gpus: 32, products: {NVIDIA-H100-80GB-HBM3: 16}}   # absent: no limit
+//     #     preemptible: true       # default true
+//     #   - {name: vision, parent: research}
 //
 // Cluster (--cluster), the nodes of standalone mode:
 //   nodes:
@@ -62,6 +77,7 @@
 #include "troupe/model/node.h"
 #include "troupe/model/topology_levels.h"
 #include "troupe/sched/policy_args.h"
+#include "troupe/sched/queue_spec.h"
 
 namespace troupe::config {
 
@@ -74,6 +90,17 @@ struct ServerLimitsConfig {
   double read_timeout_seconds = 60;
   double idle_timeout_seconds = 120;
   double write_timeout_seconds = 60;
+};
+
+// queues: the standalone definitions and the reclaim settings of every mode.
+struct QueuesConfig {
+  std::string default_queue = sched::kDefaultQueueName;
+  std::chrono::milliseconds min_runtime{std::chrono::minutes(5)};
+  bool reclaim = true;
+  std::chrono::milliseconds reclaim_timeout{std::chrono::minutes(2)};
+  // Checked as a tree when read (QueueTree::build): a definition the tree refuses is an error
+  // naming its line, so the file never starts Troupe with a queue its pods cannot use.
+  std::vector<sched::QueueSpec> definitions;
 };
 
 struct ServeConfig {
@@ -93,6 +120,7 @@ struct ServeConfig {
   size_t learned_max_nodes = 10000;
   int64_t learned_ttl_seconds = 3600;
   ServerLimitsConfig limits;
+  QueuesConfig queues;
 };
 
 // A kube-scheduler profile name as spec.schedulerName holds it: a DNS subdomain. The error

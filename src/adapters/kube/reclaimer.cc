@@ -1,0 +1,110 @@
+#include "adapters/kube/reclaimer.h"
+
+#include <nlohmann/json.hpp>
+
+#include "troupe/sched/gpu_amount.h"
+
+namespace troupe::kube {
+namespace {
+
+std::pair<std::string, std::string> splitKey(const std::string& key) {
+  const size_t slash = key.find('/');
+  if (slash == std::string::npos) return {"", key};
+  return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+}  // namespace
+
+std::string evictionJson(const std::string& ns, const std::string& name, const std::string& uid,
+                         bool dry_run) {
+  nlohmann::ordered_json delete_options = {{"preconditions", {{"uid", uid}}}};
+  if (dry_run) delete_options["dryRun"] = {"All"};
+  nlohmann::ordered_json e = {{"apiVersion", "policy/v1"},
+                              {"kind", "Eviction"},
+                              {"metadata", {{"name", name}, {"namespace", ns}}},
+                              {"deleteOptions", delete_options}};
+  return e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+ReclaimCore ReclaimCore::of(sched::Scheduler& scheduler) {
+  return ReclaimCore{[&scheduler] { return scheduler.planReclaim(); },
+                     [&scheduler](const sched::ReclaimPlan& plan, bool evicted, const std::string& why) {
+                       scheduler.reclaimFinished(plan, evicted, why);
+                     }};
+}
+
+Reclaimer::Reclaimer(KubeTransport& api, ReclaimCore core, EventRecorder* events, adapters::Logger& logger,
+                     WaitingPods waiting)
+    : api_(api), core_(std::move(core)), events_(events), logger_(logger), waiting_(std::move(waiting)) {}
+
+Status Reclaimer::evict(const sched::ReclaimVictim& victim, bool dry_run, bool* gone) {
+  *gone = false;
+  const auto [ns, name] = splitKey(victim.key);
+  ApiReply reply = api_.request("POST", "/api/v1/namespaces/" + ns + "/pods/" + name + "/eviction",
+                                evictionJson(ns, name, victim.uid, dry_run));
+  if (reply.ok()) return Status::ok();
+  if (reply.kind == ApiErrorKind::kNotFound || reply.kind == ApiErrorKind::kConflict) {
+    *gone = true;  // deleted already, or another pod now has its name
+    return Status::ok();
+  }
+  if (reply.kind == ApiErrorKind::kThrottled) {
+    return unavailable("a PodDisruptionBudget refuses evicting " + victim.key + " now (" + reply.message +
+                       ")");
+  }
+  return toStatus(reply, std::string(dry_run ? "evict (dry run) pod " : "evict pod ") + victim.key);
+}
+
+void Reclaimer::tellWaiting(const sched::ReclaimPlan& plan, const std::string& type,
+                            const std::string& reason, const std::string& message) {
+  if (!events_ || !waiting_) return;
+  for (const PodRef& pod : waiting_(plan.for_key)) events_->podEvent(pod, type, reason, message);
+}
+
+Reclaimer::Outcome Reclaimer::runOnce() {
+  std::optional<sched::ReclaimPlan> plan = core_.plan();
+  if (!plan) return Outcome::kNothing;
+  ++stats_.plans;
+  const std::string freed = sched::gpusText(plan->freed_milli);
+  auto blocked = [&](const std::string& why) {
+    ++stats_.blocked;
+    logger_.warn("reclaim blocked", {{"queue", plan->queue}, {"for", plan->for_key}, {"why", why}});
+    tellWaiting(*plan, "Warning", "ReclaimBlocked",
+                "queue " + plan->queue + " cannot get its guaranteed GPUs back now: " + why);
+    core_.finished(*plan, false, why);
+    return Outcome::kBlocked;
+  };
+  // Dry runs first: all or nothing.
+  for (const sched::ReclaimVictim& v : plan->victims) {
+    bool gone = false;
+    if (Status s = evict(v, /*dry_run=*/true, &gone); !s.isOk()) return blocked(s.message());
+  }
+  std::string failures;
+  size_t evicted = 0;
+  for (const sched::ReclaimVictim& v : plan->victims) {
+    bool gone = false;
+    if (Status s = evict(v, /*dry_run=*/false, &gone); !s.isOk()) {
+      // Between the dry run and now something changed; the rest goes on, the plan says so.
+      failures += (failures.empty() ? "" : "; ") + s.message();
+      continue;
+    }
+    ++evicted;
+    if (gone) continue;
+    ++stats_.evicted_pods;
+    const auto [ns, name] = splitKey(v.key);
+    if (events_) events_->podEvent(PodRef{ns, name, v.uid}, "Normal", "Reclaimed", plan->reason);
+  }
+  logger_.info("reclaim", {{"queue", plan->queue},
+                           {"for", plan->for_key},
+                           {"evicted", std::to_string(evicted)},
+                           {"of", std::to_string(plan->victims.size())},
+                           {"gpus", freed},
+                           {"reason", plan->reason},
+                           {"failures", failures}});
+  if (evicted == 0) return blocked(failures.empty() ? "no victim could be evicted" : failures);
+  tellWaiting(*plan, "Normal", "ReclaimStarted",
+              plan->reason + " (" + std::to_string(evicted) + " pods evicted, " + freed + " GPUs)");
+  core_.finished(*plan, true, failures.empty() ? "evicted" : "partly evicted: " + failures);
+  return Outcome::kEvicted;
+}
+
+}  // namespace troupe::kube

@@ -1,0 +1,339 @@
+"""Queues on the real control plane: fair share, limits and reclaim (docs/queues.md).
+
+Needs TROUPE_MODE=kube (skipped otherwise, with the reason): Troupe learns Queue objects,
+Namespaces and every pending pod from its watches, and reclaim evicts through the API.
+
+The module installs the Queue CRD (deploy/crds/), restarts Troupe with a config whose queues
+section has a short minimum runtime (QUEUE_CONFIG), and restores Troupe's arguments at the end.
+Each test makes queues of its own (a unique suffix: Queues are cluster-scoped) and deletes them
+and its pods afterwards; the GPU invariant (gpu_invariant.py) is checked after every test.
+
+The fleet is the cluster's fake GPU nodes (tests/e2e/nodes.yaml: 160 GPUs by default). There is
+no kubelet, so the tests play its part where it matters: they mark pods Running (an eviction of a
+pod that never ran ignores PodDisruptionBudgets) and confirm the deletion of evicted pods.
+"""
+import datetime
+import json
+import os
+import time
+import uuid
+
+import pytest
+
+from gpu_invariant import gpus_held
+from kubehelpers import E2E_DIR, gpu_pod
+from queue_helpers import QUEUE_LABEL, delete_queues, gpus, install_crd, queue, queue_status
+
+pytestmark = pytest.mark.usefixtures("gpu_invariant")
+
+# The queues section the tests run Troupe with: reclaim after 1 s of runtime instead of 5 min.
+QUEUE_CONFIG = """\
+queues:
+  minRuntime: 1s
+  reclaim: true
+  reclaimTimeout: 30s
+"""
+SHARE_TOLERANCE = 0.10  # a queue's measured share may differ from its fair share by 10% of it
+SETTLE_S = 180.0
+RECLAIM_S = 90.0
+
+
+@pytest.fixture(scope="module", autouse=True)
+def queue_troupe(e2e_state, kube, troupe):
+    if e2e_state.get("TROUPE_MODE") != "kube":
+        pytest.skip("queues need Troupe to watch Queue objects, Namespaces and pending pods and to evict "
+                    "through the API: standalone Troupe sees neither; start the cluster with TROUPE_MODE=kube")
+    install_crd(kube)
+    path = os.path.join(E2E_DIR, "queues-test-config.yaml")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(QUEUE_CONFIG)
+    args = os.environ.get("TROUPE_ARGS", "")
+    troupe.restart(env={"TROUPE_ARGS": f"{args} --config {path}".strip()})
+    yield
+    troupe.restart(env={"TROUPE_ARGS": args})
+
+
+@pytest.fixture
+def names():
+    """name(base): a queue name unique to this test run (Queues are cluster-scoped)."""
+    suffix = uuid.uuid4().hex[:5]
+
+    def name(base):
+        return f"{base}-{suffix}"
+
+    return name
+
+
+@pytest.fixture
+def queues(kube, names):
+    """apply(list of Queue manifests); every queue applied is deleted after the test."""
+    applied = []
+
+    def apply(manifests):
+        kube.apply(manifests)
+        applied.extend(m["metadata"]["name"] for m in manifests)
+
+    yield apply
+    delete_queues(kube, applied)
+
+
+# ---- helpers ------------------------------------------------------------------------------
+def fleet_gpus(api):
+    """GPUs of the untainted GPU nodes, and the taints that would skew the test."""
+    total, tainted = 0, []
+    for n in api.list_nodes():
+        g = int((n.get("status", {}).get("allocatable") or {}).get("nvidia.com/gpu", "0"))
+        if n.get("spec", {}).get("taints"):
+            tainted.append(n["metadata"]["name"])
+        elif g:
+            total += g
+    return total, tainted
+
+
+def wait_fleet_idle(api, timeout=60.0):
+    """No GPU pod bound anywhere (another test's leftovers would count in the default queue)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        busy = [f'{p["metadata"]["namespace"]}/{p["metadata"]["name"]}' for p in api.list_pods()
+                if p["spec"].get("nodeName") and gpus_held(p)]
+        if not busy:
+            return
+        assert time.monotonic() < deadline, f"GPU pods of other tests still bound: {busy[:10]}"
+        time.sleep(1)
+
+
+def one_gpu_pod(name, scheduler, queue_name, labels=None, annotations=None, **extra):
+    return gpu_pod(name, gpus=1, scheduler=scheduler, labels=dict({QUEUE_LABEL: queue_name}, **(labels or {})),
+                   annotations=annotations, **extra)
+
+
+def create_pods(api, namespace, manifests):
+    for m in manifests:
+        api.create_pod(namespace, m)
+
+
+def bound_by_queue(api, namespace):
+    """queue -> GPUs held by bound pods of this namespace, per the API server."""
+    held = {}
+    for p in api.list_pods(namespace):
+        if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp"):
+            q = (p["metadata"].get("labels") or {}).get(QUEUE_LABEL, "")
+            held[q] = held.get(q, 0) + gpus_held(p)
+    return held
+
+
+def mark_running(api, namespace, pods):
+    """What a kubelet would report: Running since now (reclaim counts the runtime from startTime)."""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for p in pods:
+        api.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{p['metadata']['name']}/status",
+                    {"status": {"phase": "Running", "startTime": now}}, "application/merge-patch+json")
+
+
+def confirm_deletions(api, namespace):
+    """As a kubelet does: pods being deleted (evicted) go for good. Returns their names."""
+    gone = []
+    for p in api.list_pods(namespace):
+        if p["metadata"].get("deletionTimestamp"):
+            api.delete_pod(namespace, p["metadata"]["name"])
+            gone.append(p["metadata"]["name"])
+    return gone
+
+
+def queue_events(api, namespace, reason):
+    return [e for e in api.events(namespace) if e.get("reason") == reason]
+
+
+def failed_scheduling(api, namespace, name):
+    return [e.get("message") or "" for e in api.events(namespace)
+            if e.get("reason") == "FailedScheduling" and e["involvedObject"]["name"] == name]
+
+
+# ---- a. fair share ----------------------------------------------------------------------------
+def test_three_queues_weighted_1_1_2_flooding_the_fleet_get_their_fair_shares(api, kube, namespace, scheduler_name,
+                                                                              queues, names):
+    """Each queue asks more than the whole fleet; once the fleet is full and nothing moves, each
+    holds its fair share (25/25/50%) within SHARE_TOLERANCE of that share.
+
+    The pods are created behind a scheduling gate and released together, interleaved across the
+    queues, so that Troupe has seen every queue's demand before the first pod is placed: the test
+    measures the steady state of fair-share admission, not which queue's pods were created first."""
+    fleet, tainted = fleet_gpus(api)
+    assert not tainted, f"tainted nodes of another test are still there: {tainted[:5]}"
+    assert fleet >= 16, f"the fleet has {fleet} GPUs; this test needs at least 16"
+    wait_fleet_idle(api)
+    weights = {names("fair-a"): 1, names("fair-b"): 1, names("fair-c"): 2}
+    queues([queue(q, weight=w) for q, w in weights.items()])
+    per_queue = fleet + 4  # each asks more than the fleet
+    gate = [{"name": "troupe.dev/e2e-hold"}]
+    manifests = [one_gpu_pod(f"{q}-{i:03d}", scheduler_name, q, schedulingGates=gate)
+                 for i in range(per_queue) for q in weights]
+    create_pods(api, namespace, manifests)
+    # Troupe counts the gated pods as pending demand (status.pending.pods), then they are released.
+    kube.wait_for(lambda: all(queue_status(kube).get(q, {}).get("pending", {}).get("pods") == per_queue
+                              for q in weights), timeout=30, desc="every queue's pending pods in its status")
+    for m in manifests:
+        api.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{m['metadata']['name']}",
+                    {"spec": {"schedulingGates": None}}, "application/merge-patch+json")
+
+    # Settled: the fleet is full and nothing was bound for 5 s.
+    deadline, last, stable_since = time.monotonic() + SETTLE_S, None, time.monotonic()
+    while True:
+        held = bound_by_queue(api, namespace)
+        if held != last:
+            last, stable_since = held, time.monotonic()
+        if sum(held.values()) == fleet and time.monotonic() - stable_since >= 5:
+            break
+        assert time.monotonic() < deadline, f"not settled after {SETTLE_S:.0f}s: {fleet} GPUs, held {held}"
+        time.sleep(1)
+
+    total_weight = sum(weights.values())
+    status = queue_status(kube)
+    report = []
+    for q, w in weights.items():
+        fair = w / total_weight
+        measured = held.get(q, 0) / fleet
+        troupe_fair = gpus(status.get(q, {}).get("fairShare", {}).get("gpus")) / fleet
+        report.append(f"{q}: weight {w}, holds {held.get(q, 0)} of {fleet} GPUs = {measured:.1%} "
+                      f"(fair {fair:.1%}; Troupe's status says fair {troupe_fair:.1%})")
+    print("\nmeasured shares:\n  " + "\n  ".join(report))
+    for q, w in weights.items():
+        fair = w / total_weight
+        measured = held.get(q, 0) / fleet
+        assert abs(measured - fair) <= SHARE_TOLERANCE * fair, "\n".join(report)
+        # Troupe's own fair share (in the Queue's status) is the weights' split of the fleet.
+        troupe_fair = gpus(status[q]["fairShare"]["gpus"]) / fleet
+        assert abs(troupe_fair - fair) <= 1.0 / fleet + 1e-9, "\n".join(report)
+
+
+# ---- b. limit ---------------------------------------------------------------------------------
+def test_a_queue_at_its_limit_keeps_the_next_pod_pending_with_a_reason_naming_queue_and_limit(
+        api, kube, namespace, scheduler_name, queues, names):
+    limited = names("limited")
+    queues([queue(limited, limit=4)])
+    pods = [one_gpu_pod(f"lim-{i}", scheduler_name, limited) for i in range(4)]
+    create_pods(api, namespace, pods)
+    for p in pods:
+        kube.wait_pod_bound(p["metadata"]["name"], namespace, timeout=60)
+    create_pods(api, namespace, [one_gpu_pod("lim-4", scheduler_name, limited)])
+
+    def refused():
+        return [m for m in failed_scheduling(api, namespace, "lim-4") if f"queue {limited}" in m]
+
+    try:
+        messages = kube.wait_for(refused, timeout=30, interval=0.5, desc=f"FailedScheduling naming queue {limited}")
+    except TimeoutError:
+        raise AssertionError(f"no FailedScheduling naming queue {limited} on lim-4; its events: "
+                             f"{failed_scheduling(api, namespace, 'lim-4')}") from None
+    message = messages[-1]
+    print(f"\nFailedScheduling: {message}")
+    assert f"troupe: queue {limited}" in message and "limit" in message, message
+    assert "4" in message, f"the message does not state the limit (4 GPUs): {message}"
+    time.sleep(3)
+    assert kube.pod_node("lim-4", namespace) is None, "the 5th pod was bound past the queue's limit"
+    assert bound_by_queue(api, namespace) == {limited: 4}
+    status = queue_status(kube)[limited]
+    assert gpus(status.get("allocated", {}).get("gpus")) == 4, status
+    assert status.get("pending", {}).get("pods") == 1, status
+
+
+# ---- c. reclaim -------------------------------------------------------------------------------
+def test_reclaim_gives_a_guaranteed_queue_its_gpus_from_the_over_share_queue_whole_gangs_and_pdbs_honoured(
+        api, kube, namespace, scheduler_name, queues, names):
+    """`batch` (preemptible) fills the fleet with single pods and 4-member gangs; `prod` (guaranteed 8
+    GPUs) then submits 8 pods. Within RECLAIM_S prod holds >= 8 GPUs; only batch pods were evicted;
+    every batch gang is whole or gone; the pod under a PodDisruptionBudget keeps running."""
+    fleet, tainted = fleet_gpus(api)
+    assert not tainted, f"tainted nodes of another test are still there: {tainted[:5]}"
+    assert fleet >= 24, f"the fleet has {fleet} GPUs; this test needs at least 24"
+    wait_fleet_idle(api)
+    batch, prod = names("batch"), names("prod")
+    queues([queue(batch, weight=1, preemptible=True), queue(prod, weight=1, guaranteed=8)])
+
+    # The protected pod first (the earliest started, so the last a planner would pick on age).
+    protected = one_gpu_pod("batch-protected", scheduler_name, batch, labels={"e2e-reclaim": "protected"})
+    create_pods(api, namespace, [protected])
+    kube.wait_pod_bound("batch-protected", namespace, timeout=60)
+    kube.apply({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "keep-protected"},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"e2e-reclaim": "protected"}}}}, namespace)
+    gang_size = 4
+    singles = 3 + (fleet - 4) % gang_size
+    gangs = (fleet - 1 - singles) // gang_size
+    manifests = [one_gpu_pod(f"batch-single-{i}", scheduler_name, batch) for i in range(singles)]
+    for g in range(gangs):
+        for k in range(gang_size):
+            manifests.append(one_gpu_pod(f"batch-g{g:02d}-{k}", scheduler_name, batch,
+                                         labels={"e2e-gang": f"g{g:02d}"},
+                                         annotations={"troupe.dev/gang": f"batch-g{g:02d}",
+                                                      "troupe.dev/gang-size": str(gang_size)}))
+    create_pods(api, namespace, manifests)
+    kube.wait_for(lambda: bound_by_queue(api, namespace).get(batch, 0) == fleet, timeout=180, interval=1,
+                  desc=f"batch to fill the fleet ({fleet} GPUs)")
+    batch_pods = [p for p in api.list_pods(namespace) if p["spec"].get("nodeName")]
+    mark_running(api, namespace, batch_pods)
+    time.sleep(2)  # past the minimum runtime (1 s)
+
+    batch_names = {p["metadata"]["name"] for p in batch_pods}
+
+    def evicted():
+        """Batch pods gone (an eviction of a pod with no grace period deletes it at once) or going."""
+        confirm_deletions(api, namespace)
+        return batch_names - {p["metadata"]["name"] for p in api.list_pods(namespace)}
+
+    create_pods(api, namespace, [one_gpu_pod(f"prod-{i}", scheduler_name, prod) for i in range(8)])
+    deadline = time.monotonic() + RECLAIM_S
+    while True:
+        held = bound_by_queue(api, namespace)
+        if held.get(prod, 0) >= 8:
+            break
+        assert time.monotonic() < deadline, (
+            f"prod holds {held.get(prod, 0)} GPUs after {RECLAIM_S:.0f}s (guaranteed 8); evicted so far: "
+            f"{sorted(evicted())}; ReclaimBlocked: {[e.get('message') for e in queue_events(api, namespace, 'ReclaimBlocked')][-3:]}")
+        confirm_deletions(api, namespace)
+        time.sleep(1)
+    time.sleep(3)  # evictions still in flight settle
+    gone = evicted()
+    print(f"\nreclaim: prod holds {bound_by_queue(api, namespace).get(prod, 0)} GPUs; evicted {len(gone)}: "
+          f"{sorted(gone)}")
+
+    present = {p["metadata"]["name"]: p for p in api.list_pods(namespace)}
+    # Evictions hit batch only: every prod pod is still there.
+    assert all(f"prod-{i}" in present for i in range(8)), sorted(set(f"prod-{i}" for i in range(8)) - set(present))
+    assert gone, "prod got its GPUs without an eviction: batch did not fill the fleet"
+    # A gang is evicted whole or not at all.
+    for g in range(gangs):
+        members = [f"batch-g{g:02d}-{k}" for k in range(gang_size)]
+        left = [m for m in members if m in present and present[m]["spec"].get("nodeName")]
+        assert len(left) in (0, gang_size), f"gang batch-g{g:02d} broken by reclaim: {left} of {members} remain"
+    # The PodDisruptionBudget is honoured: the protected pod keeps running.
+    assert "batch-protected" in present and present["batch-protected"]["spec"].get("nodeName"), \
+        "the pod under a PodDisruptionBudget (minAvailable 1) was evicted"
+    # The evicted pods were told why.
+    reclaimed = {e["involvedObject"]["name"] for e in queue_events(api, namespace, "Reclaimed")}
+    assert gone <= reclaimed, f"evicted without a Reclaimed event: {sorted(gone - reclaimed)}"
+    kube.delete("poddisruptionbudget", "keep-protected", namespace)
+
+
+# ---- the CRD --------------------------------------------------------------------------------
+def test_the_api_server_refuses_a_queue_the_crd_schema_rejects_and_defaults_the_rest(kube, names, queues):
+    good = names("schema-ok")
+    queues([{"apiVersion": "troupe.dev/v1alpha1", "kind": "Queue", "metadata": {"name": good},
+             "spec": {"guaranteed": {"gpus": "2.5"}, "limit": {"gpus": 8, "products": {"NVIDIA-A10": "500m"}}}}])
+    spec = kube.get("queue", good)["spec"]
+    assert spec["weight"] == 1 and spec["preemptible"] is True, spec
+    for bad, why in [({"weight": 0}, "weight"), ({"weight": -1}, "weight"),
+                     ({"limit": {"gpus": -2}}, "limit.gpus"), ({"limit": {"gpus": "two"}}, "limit.gpus"),
+                     ({"guaranteed": {"products": {"NVIDIA-A10": "1Gi"}}}, "guaranteed.products"),
+                     ({"preemptible": "yes"}, "preemptible")]:
+        name = names("schema-bad")
+        doc = {"apiVersion": "troupe.dev/v1alpha1", "kind": "Queue", "metadata": {"name": name}, "spec": bad}
+        r = kube.kubectl("apply", "-f", "-", input=json.dumps(doc), check=False)
+        assert r.returncode != 0, f"the API server accepted spec {bad}"
+        assert why.split(".")[0] in r.stderr, f"spec {bad}: the error does not name {why}: {r.stderr}"
+    # kubectl get queues shows the printer columns.
+    out = kube.kubectl("get", "queues", good).stdout
+    header = out.splitlines()[0].split()
+    for column in ("WEIGHT", "PARENT", "GUARANTEED", "LIMIT", "ALLOCATED", "FAIR", "PENDING", "AGE"):
+        assert column in header, out
+    assert "2.5" in out.splitlines()[1] and "8" in out.splitlines()[1], out
+
