@@ -122,7 +122,7 @@ struct SimulateFlags {
   std::string placements;
   std::string out;
   int threads = 0;
-  std::vector<int> defrag;  // move budgets; empty = no advisor
+  std::vector<int> defrag;               // move budgets; empty = no advisor
   std::vector<sim::TenantSpec> tenants;  // non-empty: queueing mode
   double load = 1;
   bool seeds_given = false;
@@ -170,8 +170,7 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
       f.fgd_only.push_back(arg);
       continue;
     }
-    if (arg.rfind("--arrive", 0) == 0 ||
-        arg.rfind("--placements", 0) == 0 || arg.rfind("--defrag", 0) == 0) {
+    if (arg.rfind("--arrive", 0) == 0 || arg.rfind("--placements", 0) == 0 || arg.rfind("--defrag", 0) == 0) {
       f.fgd_only.push_back(arg.substr(0, arg.find('=')));
     }
     bool has_value = false;
@@ -180,10 +179,9 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
       arg = arg.substr(0, eq);
       has_value = true;
     }
-    static const char* const kValued[] = {"--nodes",      "--pods",       "--policy", "--seeds",
-                                          "--first-seed", "--arrive",     "--tune",   "--out",
-                                          "--threads",    "--placements", "--defrag",
-                                          "--tenants",    "--load"};
+    static const char* const kValued[] = {"--nodes",  "--pods",    "--policy", "--seeds",   "--first-seed",
+                                          "--arrive", "--tune",    "--out",    "--threads", "--placements",
+                                          "--defrag", "--tenants", "--load"};
     if (std::find(std::begin(kValued), std::end(kValued), arg) == std::end(kValued)) {
       return usage("unknown flag \"" + arg + "\"");
     }
@@ -238,7 +236,8 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
       double load = 0;
       const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), load);
       if (ec != std::errc() || end != value.data() + value.size() || !(load > 0 && load <= 1e9)) {
-        return usage("--load \"" + value + "\" must be a number above 0 (up to 1e9), e.g. --load 2 halves the "
+        return usage("--load \"" + value +
+                     "\" must be a number above 0 (up to 1e9), e.g. --load 2 halves the "
                      "times between arrivals");
       }
       f.load = load;
@@ -259,7 +258,8 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
   if (f.policies.empty()) return usage("--policy needs at least one policy name");
   if (!f.tenants.empty()) {
     if (!f.fgd_only.empty()) {
-      return usage(f.fgd_only.front() + " is for the FGD replay; --tenants runs the queueing simulation, drop " +
+      return usage(f.fgd_only.front() +
+                   " is for the FGD replay; --tenants runs the queueing simulation, drop " +
                    f.fgd_only.front());
     }
     if (!policy_given) f.policies.resize(1);  // troupe
@@ -268,7 +268,8 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
     }
     if (!f.seeds_given) f.seeds = 1;
   } else if (f.load != 1) {
-    return usage("--load only applies with --tenants (the queueing simulation), e.g. --tenants a:1,b:1 --load 2");
+    return usage(
+        "--load only applies with --tenants (the queueing simulation), e.g. --tenants a:1,b:1 --load 2");
   }
   if (f.nodes.empty() != f.pods.empty())
     return usage("give both --nodes and --pods, or neither for the default trace");
@@ -365,7 +366,8 @@ int runTenants(const SimulateFlags& f, const std::vector<sim::TraceNode>& trace_
                                      << "   shares: " << (dir / "tenant-shares.csv").string() << "\n";
   }
   if (!f.json) {
-    std::cout << "\n" << 2 * f.seeds << " runs in " << std::to_string(static_cast<int>(report.seconds + 0.5))
+    std::cout << "\n"
+              << 2 * f.seeds << " runs in " << std::to_string(static_cast<int>(report.seconds + 0.5))
               << " s.\n";
   }
   return 0;

@@ -86,8 +86,8 @@ std::string renderTenantTable(const TenantReport& r) {
   if (r.fifo.empty() || r.fair.empty()) return "no runs\n";
   std::string out = "Tenants on " + std::to_string(r.fifo.front().capacity_gpus) + " GPUs, load " +
                     fixed(r.load, r.load == static_cast<int64_t>(r.load) ? 0 : 2) +
-                    (r.tune > 0 ? ", tuned to " + fixed(r.tune, 2) + "x capacity" : std::string()) + ", policy " + r.policy +
-                    ", " + seedText(r) + " (mean ± sd over seeds)\n\n";
+                    (r.tune > 0 ? ", tuned to " + fixed(r.tune, 2) + "x capacity" : std::string()) +
+                    ", policy " + r.policy + ", " + seedText(r) + " (mean ± sd over seeds)\n\n";
   std::string header = pad("", 34) + pad("fifo", 18, true) + pad("fair-share", 18, true);
   out += header + "\n" + std::string(header.size(), '-') + "\n";
   auto row = [&](const std::string& label, const std::function<double(const TenantRun&)>& f, double scale,
@@ -95,12 +95,18 @@ std::string renderTenantTable(const TenantReport& r) {
     out += pad(label, 34) + pad(meanSd(r.fifo, f, scale, digits), 19, true) +
            pad(meanSd(r.fair, f, scale, digits), 19, true) + "\n";
   };
-  row("GPU utilisation, busy time (%)", [](const TenantRun& x) { return x.utilisation; }, 100, 1);
-  row("GPU utilisation, contended (%)", [](const TenantRun& x) { return x.contended_utilisation; }, 100, 1);
-  row("contended time (s)", [](const TenantRun& x) { return x.contended_seconds; }, 1, 0);
-  row("busy time (s)", [](const TenantRun& x) { return x.busy_seconds; }, 1, 0);
-  row("Jain's index of share/fair share", [](const TenantRun& x) { return x.jain; }, 1, 3);
-  row("pods waiting at the end",
+  row(
+      "GPU utilisation, busy time (%)", [](const TenantRun& x) { return x.utilisation; }, 100, 1);
+  row(
+      "GPU utilisation, contended (%)", [](const TenantRun& x) { return x.contended_utilisation; }, 100, 1);
+  row(
+      "contended time (s)", [](const TenantRun& x) { return x.contended_seconds; }, 1, 0);
+  row(
+      "busy time (s)", [](const TenantRun& x) { return x.busy_seconds; }, 1, 0);
+  row(
+      "Jain's index of share/fair share", [](const TenantRun& x) { return x.jain; }, 1, 3);
+  row(
+      "pods waiting at the end",
       [](const TenantRun& x) {
         double n = 0;
         for (const TenantOutcome& t : x.tenants) n += t.waiting_at_end;
@@ -127,7 +133,8 @@ std::string renderTenantTable(const TenantReport& r) {
              pad(fixed(mean(runs, of([](const TenantOutcome& o) { return o.waits.mean; })), 1), 11, true) +
              pad(fixed(mean(runs, of([](const TenantOutcome& o) { return o.waits.p50; })), 0), 9, true) +
              pad(fixed(mean(runs, of([](const TenantOutcome& o) { return o.waits.p95; })), 0), 9, true) +
-             pad(fixed(mean(runs, of([](const TenantOutcome& o) { return o.waits.p99; })), 0), 9, true) + "\n";
+             pad(fixed(mean(runs, of([](const TenantOutcome& o) { return o.waits.p99; })), 0), 9, true) +
+             "\n";
     }
   }
   out +=
@@ -143,7 +150,8 @@ std::string renderTenantTable(const TenantReport& r) {
 
 std::string renderTenantJson(const TenantReport& r) {
   std::string out = "{\n  \"nodes\": " + quoted(r.nodes_file) + ",\n  \"pods\": " + quoted(r.pods_file) +
-                    ",\n  \"policy\": " + quoted(r.policy) + ",\n  \"load\": " + fixed(r.load, 4) + ",\n  \"tune\": " + fixed(r.tune, 4) +
+                    ",\n  \"policy\": " + quoted(r.policy) + ",\n  \"load\": " + fixed(r.load, 4) +
+                    ",\n  \"tune\": " + fixed(r.tune, 4) +
                     ",\n  \"first_seed\": " + std::to_string(r.first_seed) +
                     ",\n  \"seeds\": " + std::to_string(r.fifo.size()) +
                     ",\n  \"seconds\": " + fixed(r.seconds, 3) + ",\n  \"orderings\": [";
@@ -155,7 +163,8 @@ std::string renderTenantJson(const TenantReport& r) {
     for (size_t i = 0; i < side.runs->size(); ++i) {
       const TenantRun& x = (*side.runs)[i];
       out += (i ? ",\n" : "\n");
-      out += "      {\"seed\": " + std::to_string(x.seed) + ", \"capacity_gpus\": " + std::to_string(x.capacity_gpus) +
+      out += "      {\"seed\": " + std::to_string(x.seed) +
+             ", \"capacity_gpus\": " + std::to_string(x.capacity_gpus) +
              ", \"utilisation\": " + fixed(x.utilisation, 5) +
              ", \"contended_utilisation\": " + fixed(x.contended_utilisation, 5) +
              ", \"busy_seconds\": " + fixed(x.busy_seconds, 1) +
@@ -167,10 +176,11 @@ std::string renderTenantJson(const TenantReport& r) {
                ", \"weight\": " + fixed(o.spec.weight, 4) +
                ", \"guaranteed_gpus\": " + std::to_string(o.spec.guaranteed_gpus) +
                ", \"pods\": " + std::to_string(o.pods) + ", \"started\": " + std::to_string(o.started) +
-               ", \"waiting_at_end\": " + std::to_string(o.waiting_at_end) + ", \"share\": " + fixed(o.share, 5) +
-               ", \"fair_share\": " + fixed(o.fair_share, 5) + ", \"wait_seconds\": {\"mean\": " +
-               fixed(o.waits.mean, 2) + ", \"p50\": " + fixed(o.waits.p50, 2) + ", \"p95\": " +
-               fixed(o.waits.p95, 2) + ", \"p99\": " + fixed(o.waits.p99, 2) + "}}";
+               ", \"waiting_at_end\": " + std::to_string(o.waiting_at_end) +
+               ", \"share\": " + fixed(o.share, 5) + ", \"fair_share\": " + fixed(o.fair_share, 5) +
+               ", \"wait_seconds\": {\"mean\": " + fixed(o.waits.mean, 2) +
+               ", \"p50\": " + fixed(o.waits.p50, 2) + ", \"p95\": " + fixed(o.waits.p95, 2) +
+               ", \"p99\": " + fixed(o.waits.p99, 2) + "}}";
       }
       out += "]}";
     }
@@ -219,8 +229,8 @@ std::string renderTenantSvg(const TenantReport& r) {
            "\" height=\"" + fixed(plot_h, 1) + "\" fill=\"none\" stroke=\"#333\"/>\n";
     for (int i = 0; i <= 5; ++i) {
       const double y = i * 0.2, t = t1 * i / 5;
-      svg += "<line x1=\"" + fixed(left, 1) + "\" y1=\"" + fixed(sy(y), 1) + "\" x2=\"" + fixed(left + width, 1) +
-             "\" y2=\"" + fixed(sy(y), 1) + "\" stroke=\"#eee\"/>\n";
+      svg += "<line x1=\"" + fixed(left, 1) + "\" y1=\"" + fixed(sy(y), 1) + "\" x2=\"" +
+             fixed(left + width, 1) + "\" y2=\"" + fixed(sy(y), 1) + "\" stroke=\"#eee\"/>\n";
       svg += "<text x=\"" + fixed(left - 6, 1) + "\" y=\"" + fixed(sy(y) + 4, 1) + "\" text-anchor=\"end\">" +
              fixed(y * 100, 0) + "</text>\n";
       svg += "<text x=\"" + fixed(sx(t), 1) + "\" y=\"" + fixed(plot_top + plot_h + 16, 1) +
@@ -232,7 +242,8 @@ std::string renderTenantSvg(const TenantReport& r) {
            ") rotate(-90)\" text-anchor=\"middle\">share of allocated GPUs, %</text>\n";
     // GPUs allocated as a share of capacity, in grey behind the tenants.
     std::string used;
-    for (const ShareSample& s : x.samples) used += fixed(sx((s.start + s.end) / 2), 1) + "," + fixed(sy(s.allocated), 1) + " ";
+    for (const ShareSample& s : x.samples)
+      used += fixed(sx((s.start + s.end) / 2), 1) + "," + fixed(sy(s.allocated), 1) + " ";
     svg += "<polyline fill=\"none\" stroke-width=\"1\" stroke=\"#999\" points=\"" + used + "\"/>\n";
     for (size_t t = 0; t < x.tenants.size(); ++t) {
       std::string share, fair;
@@ -242,7 +253,8 @@ std::string renderTenantSvg(const TenantReport& r) {
         fair += px + "," + fixed(sy(s.fair[t]), 1) + " ";
       }
       const std::string color = colors[t % 10];
-      svg += "<polyline fill=\"none\" stroke-width=\"1.8\" stroke=\"" + color + "\" points=\"" + share + "\"/>\n";
+      svg += "<polyline fill=\"none\" stroke-width=\"1.8\" stroke=\"" + color + "\" points=\"" + share +
+             "\"/>\n";
       svg += "<polyline fill=\"none\" stroke-width=\"1.2\" stroke-dasharray=\"5,3\" stroke=\"" + color +
              "\" points=\"" + fair + "\"/>\n";
     }
@@ -253,8 +265,8 @@ std::string renderTenantSvg(const TenantReport& r) {
     for (size_t t = 0; t < r.fifo.front().tenants.size(); ++t) {
       svg += "<line x1=\"1060\" y1=\"" + fixed(ly, 0) + "\" x2=\"1085\" y2=\"" + fixed(ly, 0) +
              "\" stroke-width=\"3\" stroke=\"" + std::string(colors[t % 10]) + "\"/>\n<text x=\"1090\" y=\"" +
-             fixed(ly + 4, 0) + "\" font-size=\"10\">" + xmlEscape(tenantLabel(r.fifo.front().tenants[t].spec)) +
-             "</text>\n";
+             fixed(ly + 4, 0) + "\" font-size=\"10\">" +
+             xmlEscape(tenantLabel(r.fifo.front().tenants[t].spec)) + "</text>\n";
       ly += 18;
     }
     svg += "<line x1=\"1060\" y1=\"" + fixed(ly, 0) + "\" x2=\"1085\" y2=\"" + fixed(ly, 0) +

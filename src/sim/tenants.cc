@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <queue>
@@ -70,6 +71,10 @@ struct Step {
   bool contended = false;
 };
 
+// QueueBook::refresh runs on the Scheduler's tick, at most once a second.
+constexpr double kTickSeconds = 1;
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
 class Simulation {
  public:
   explicit Simulation(const TenantSimInput& in)
@@ -107,14 +112,16 @@ class Simulation {
 
  private:
   Fit& fitOf(size_t node, int pod) {
-    return fit_[node * static_cast<size_t>(shape_count_) + static_cast<size_t>(shape_of_[static_cast<size_t>(pod)])];
+    return fit_[node * static_cast<size_t>(shape_count_) +
+                static_cast<size_t>(shape_of_[static_cast<size_t>(pod)])];
   }
   bool fitsOn(size_t node, int pod) {
     Fit& f = fitOf(node, pod);
     if (f.version != version_[node]) {
       f.version = version_[node];
       f.scored = false;
-      f.fits = sched::findMisfit(nodes_[node], pods_[static_cast<size_t>(pod)].request) == sched::Misfit::kNone;
+      f.fits =
+          sched::findMisfit(nodes_[node], pods_[static_cast<size_t>(pod)].request) == sched::Misfit::kNone;
     }
     return f.fits;
   }
@@ -138,8 +145,8 @@ class Simulation {
     }
   }
   void enqueue(int pod);
-  // The node the policy picks among those that fit, or -1.
-  int chooseFor(int pod);
+  // The node the policy picks among those that fit (and `allow`, when given), or -1.
+  int chooseFor(int pod, const std::function<bool(size_t)>& allow = {});
   const sched::NodeScore& scoreOf(size_t node, int pod);
   bool place(int pod, int node, double now);
   void depart(int pod);
@@ -181,6 +188,8 @@ class Simulation {
   std::vector<int64_t> fair_milli_;
   std::vector<PodOutcome> outcome_;
   std::vector<Step> steps_;
+  double last_refresh_ = -kTickSeconds;  // when the book was last refreshed
+  double tick_ = kNever;                 // a pass wanted at this time: a refusal may be stale
 };
 
 const sched::NodeScore& Simulation::scoreOf(size_t node, int pod) {
@@ -193,10 +202,10 @@ const sched::NodeScore& Simulation::scoreOf(size_t node, int pod) {
   return f.score;
 }
 
-int Simulation::chooseFor(int pod) {
+int Simulation::chooseFor(int pod, const std::function<bool(size_t)>& allow) {
   std::vector<size_t> feasible;
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    if (fitsOn(i, pod)) feasible.push_back(i);
+    if (fitsOn(i, pod) && (!allow || allow(i))) feasible.push_back(i);
   }
   const sched::Policy& policy = *in_.policy;
   const sched::Draw draw = [this](int n) { return rng_.intn(n); };
@@ -278,7 +287,8 @@ void Simulation::depart(int pod) {
   freed(node);
 }
 
-void Simulation::refreshBook(double /*now*/) {
+void Simulation::refreshBook(double now) {
+  last_refresh_ = now;
   book_.refresh(capacity_, [this](const sched::QueuedPod& q) { return fitsSomewhere(std::stoi(q.uid)); });
   for (const sched::QueueStatus& s : book_.statuses()) {
     for (size_t t = 0; t < in_.tenants.size(); ++t) {
@@ -342,14 +352,27 @@ std::vector<PassRecord::Served> Simulation::passFairShare(double now) {
     for (size_t t : tenants) {
       for (int pod : waiting_by_tenant_[t]) {
         if (denied.count(pod) || !fitsSomewhere(pod)) continue;
-        const int node = chooseFor(pod);
+        // As the live filter: nodes of a product QueueBook refuses the tenant are filtered out,
+        // and the policy chooses among the rest.
         const TimedPod& p = pods_[static_cast<size_t>(pod)];
-        if (p.request.wantsGpus() && admit(t, pod, static_cast<size_t>(node))) {
-          // Live, the tick refreshes the book every second, so a refusal read off a refresh
-          // older than this pass's placements would not last: refresh and look again.
+        std::map<std::string, bool> admitted;  // product -> verdict
+        auto allow = [&](size_t n) {
+          if (!p.request.wantsGpus()) return true;
+          const std::string& product = nodes_[n].info().gpu_product;
+          auto it = admitted.find(product);
+          if (it == admitted.end()) it = admitted.emplace(product, !admit(t, pod, n)).first;
+          return it->second;
+        };
+        const int node = chooseFor(pod, allow);
+        if (node < 0) {
+          // A refusal read off a refresh older than this pass's placements lasts until the
+          // next tick, as live: now when a second has passed, else a tick a second after.
           if (placed_since_refresh) {
-            stale = true;
-            break;
+            if (now >= last_refresh_ + kTickSeconds) {
+              stale = true;
+              break;
+            }
+            tick_ = std::min(tick_, last_refresh_ + kTickSeconds);
           }
           denied.insert(pod);
           continue;
@@ -416,9 +439,11 @@ TenantRun Simulation::run() {
   using Departure = std::pair<double, int>;
   std::priority_queue<Departure, std::vector<Departure>, std::greater<>> departures;
   size_t next = 0;
-  while (next < pods_.size() || !departures.empty()) {
-    double now = departures.empty() ? pods_[next].arrival : departures.top().first;
+  while (next < pods_.size() || !departures.empty() || tick_ < kNever) {
+    double now = tick_;
+    if (!departures.empty()) now = std::min(now, departures.top().first);
     if (next < pods_.size()) now = std::min(now, pods_[next].arrival);
+    if (tick_ <= now) tick_ = kNever;
     while (!departures.empty() && departures.top().first <= now) {
       depart(departures.top().second);
       departures.pop();
@@ -427,12 +452,13 @@ TenantRun Simulation::run() {
       if (!outcome_[next].fits_empty) continue;
       enqueue(static_cast<int>(next));
     }
-    refreshBook(now);
+    // The live tick refreshes at most once a second; the sim refreshes at the first event after.
+    if (now >= last_refresh_ + kTickSeconds) refreshBook(now);
     PassRecord rec;
     rec.time = now;
     rec.served = in_.ordering == Ordering::kFifo ? passFifo(now) : passFairShare(now);
-    for (const PassRecord::Served& s : rec.served) departures.emplace(outcome_[static_cast<size_t>(s.pod)].end, s.pod);
-    if (!rec.served.empty()) refreshBook(now);  // the fair shares as the next interval sees them
+    for (const PassRecord::Served& s : rec.served)
+      departures.emplace(outcome_[static_cast<size_t>(s.pod)].end, s.pod);
     record(now);
     if (in_.on_pass) {
       rec.nodes = &nodes_;
@@ -449,7 +475,6 @@ TenantRun Simulation::run() {
 void Simulation::summarise(TenantRun& r) const {
   const size_t n = in_.tenants.size();
   double busy_end = 0;
-  bool stuck = false;
   std::vector<std::vector<double>> waits(n);
   r.tenants.assign(n, TenantOutcome{});
   for (size_t t = 0; t < n; ++t) r.tenants[t].spec = in_.tenants[t];
@@ -461,14 +486,14 @@ void Simulation::summarise(TenantRun& r) const {
     busy_end = std::max(busy_end, pods_[i].arrival);
     if (o.start < 0) {
       ++t.waiting_at_end;
-      stuck = true;
       continue;
     }
     ++t.started;
     busy_end = std::max(busy_end, o.start);
     waits[static_cast<size_t>(pods_[i].tenant)].push_back(o.start - pods_[i].arrival);
   }
-  if (stuck && !steps_.empty()) busy_end = std::max(busy_end, steps_.back().start);
+  // Pods still waiting at the end (QueueBook refused them for ever) are counted, not timed: the
+  // busy time ends with the last arrival or start either way.
   for (size_t t = 0; t < n; ++t) r.tenants[t].waits = waitStats(waits[t]);
   const double capacity = static_cast<double>(r.capacity_gpus) * model::kMilliPerGpu;
   const int bins = std::max(1, in_.samples);
@@ -563,7 +588,8 @@ Result<std::vector<TenantSpec>> parseTenants(std::string_view text) {
                              "starting and ending with a letter or digit");
     }
     for (const TenantSpec& other : out) {
-      if (other.name == t.name) return invalidArgument("tenant \"" + t.name + "\" is listed twice; name each once");
+      if (other.name == t.name)
+        return invalidArgument("tenant \"" + t.name + "\" is listed twice; name each once");
     }
     const std::optional<double> weight = parseNumber(trim(parts[1]));
     if (!weight || *weight <= 0 || *weight > 1e6) {
@@ -597,8 +623,8 @@ int tenantOf(const std::string& pod_name, int64_t seed, size_t tenants) {
   return tenants == 0 ? 0 : static_cast<int>(h % tenants);
 }
 
-std::vector<TracePod> tunedPods(const std::vector<TracePod>& sorted_pods, int64_t capacity_milli, int64_t seed,
-                                double ratio) {
+std::vector<TracePod> tunedPods(const std::vector<TracePod>& sorted_pods, int64_t capacity_milli,
+                                int64_t seed, double ratio) {
   const RunPlan plan = planRun(sorted_pods, 1, capacity_milli, seed, ratio);
   std::vector<TracePod> out = sorted_pods;
   std::map<int, int> copies;

@@ -186,7 +186,8 @@ TEST_CASE("tenants: trace times give arrivals (divided by the load) and duration
     CHECK(p.tenant >= 0);
     CHECK(p.tenant < 3);
   }
-  auto untimed = troupe::sim::parsePodCsv("name,cpu_milli,memory_mib,num_gpu,gpu_milli\nq,1,1,1,1000\n", "x.csv");
+  auto untimed =
+      troupe::sim::parsePodCsv("name,cpu_milli,memory_mib,num_gpu,gpu_milli\nq,1,1,1,1000\n", "x.csv");
   REQUIRE(untimed.isOk());
   auto err = troupe::sim::timedPods(untimed.value(), 2, 1, 42, "x.csv");
   REQUIRE_FALSE(err.isOk());
@@ -266,8 +267,8 @@ struct Invariants {
   const Cluster* cluster = nullptr;
   bool fair_share = false;
   int passes = 0;
-  int choices = 0;   // placements where another tenant could also have placed a pod
-  int refused = 0;   // ... where a tenant further below was passed over: QueueBook refused it
+  int choices = 0;  // placements where another tenant could also have placed a pod
+  int refused = 0;  // ... where a tenant further below was passed over: QueueBook refused it
   std::vector<int> last_waiting;
 
   void operator()(const PassRecord& rec) {
@@ -294,8 +295,8 @@ struct Invariants {
             if (s.ratio[t] < s.ratio[served]) ++refused;
             continue;
           }
-          INFO("time " << rec.time << ": served tenant " << served << " at " << s.ratio[served] << " before tenant "
-                       << t << " at " << s.ratio[t]);
+          INFO("time " << rec.time << ": served tenant " << served << " at " << s.ratio[served]
+                       << " before tenant " << t << " at " << s.ratio[t]);
           REQUIRE(s.ratio[served] <= s.ratio[t] + 1e-9);
         }
       }
@@ -304,7 +305,8 @@ struct Invariants {
   }
 };
 
-TEST_CASE("tenants: random small workloads keep every invariant in both orderings", "[sim][tenants][property]") {
+TEST_CASE("tenants: random small workloads keep every invariant in both orderings",
+          "[sim][tenants][property]") {
   int choices = 0, refused = 0, started = 0;
   std::map<Ordering, int> waiting_at_end;
   for (uint32_t seed = 1; seed <= 40; ++seed) {
@@ -354,7 +356,7 @@ TEST_CASE("tenants: random small workloads keep every invariant in both ordering
          << " pods wait for ever under fair share: QueueBook refuses each waiting tenant's pod "
             "while another tenant below its fair share has one that fits (docs/queues.md)");
   }
-  CHECK(choices > 20);         // the fair-share rule was put to the test
+  CHECK(choices > 20);           // the fair-share rule was put to the test
   CHECK(refused < choices / 4);  // passing over a tenant further below is the exception
 }
 

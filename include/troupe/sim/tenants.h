@@ -52,8 +52,8 @@ struct TimedPod {
 // drawn at random are copied, times included, until the GPU requests reach `ratio` x
 // `capacity_milli`, so that the fleet can be asked for more than it holds. Clone k of pod P is
 // named "P-clone-k". `sorted_pods` must be sorted by name; a trace already at the ratio: no clones.
-std::vector<TracePod> tunedPods(const std::vector<TracePod>& sorted_pods, int64_t capacity_milli, int64_t seed,
-                                double ratio);
+std::vector<TracePod> tunedPods(const std::vector<TracePod>& sorted_pods, int64_t capacity_milli,
+                                int64_t seed, double ratio);
 
 // The pods with their times, sorted by arrival (then name). Duration: deletion - scheduled,
 // or deletion - creation where scheduled is empty. `load` > 0 divides the times between
@@ -115,9 +115,9 @@ struct PassRecord {
   struct Served {
     int pod = 0;
     int tenant = 0;
-    std::vector<double> ratio;      // per tenant just before: dominant share / fair share
-    std::vector<bool> can_place;    // per tenant just before: a waiting pod that fits a node now
-    std::vector<bool> admitted;     // ... and that QueueBook admits on some node it fits
+    std::vector<double> ratio;    // per tenant just before: dominant share / fair share
+    std::vector<bool> can_place;  // per tenant just before: a waiting pod that fits a node now
+    std::vector<bool> admitted;   // ... and that QueueBook admits on some node it fits
   };
   double time = 0;
   const std::vector<model::NodeState>* nodes = nullptr;
