@@ -160,8 +160,8 @@ class Simulation {
   std::vector<PassRecord::Served> passFifo(double now);
   std::vector<PassRecord::Served> passFairShare(double now);
   PassRecord::Served served(int pod);
-  // QueueBook's verdict on the tenant's pod on the node: nullopt = admitted.
-  std::optional<std::string> admit(size_t tenant, int pod, size_t node) const;
+  // QueueBook's verdict on the tenant's pod on a node of `product`: nullopt = admitted.
+  std::optional<std::string> admit(size_t tenant, int pod, const std::string& product) const;
   sched::QueuedPod queued(int pod) const;
   void record(double now);
   void summarise(TenantRun& result) const;
@@ -299,9 +299,8 @@ void Simulation::refreshBook(double now) {
   }
 }
 
-std::optional<std::string> Simulation::admit(size_t tenant, int pod, size_t node) const {
-  return book_.admit(in_.tenants[tenant].name, pods_[static_cast<size_t>(pod)].request.totalMilli(),
-                     nodes_[node].info().gpu_product);
+std::optional<std::string> Simulation::admit(size_t tenant, int pod, const std::string& product) const {
+  return book_.admit(in_.tenants[tenant].name, pods_[static_cast<size_t>(pod)].request.totalMilli(), product);
 }
 
 PassRecord::Served Simulation::served(int pod) {
@@ -316,7 +315,8 @@ PassRecord::Served Simulation::served(int pod) {
       if (!fitsSomewhere(w)) continue;
       fits = true;
       for (size_t n = 0; n < nodes_.size() && !admitted; ++n) {
-        admitted = fitsOn(n, w) && (!pods_[static_cast<size_t>(w)].request.wantsGpus() || !admit(t, w, n));
+        admitted = fitsOn(n, w) && (!pods_[static_cast<size_t>(w)].request.wantsGpus() ||
+                                    !admit(t, w, nodes_[n].info().gpu_product));
       }
       if (admitted) break;
     }
@@ -339,7 +339,9 @@ std::vector<PassRecord::Served> Simulation::passFifo(double now) {
 
 std::vector<PassRecord::Served> Simulation::passFairShare(double now) {
   std::vector<PassRecord::Served> out;
-  std::set<int> denied;  // pods QueueBook turned away since its last refresh
+  // Tenant and shape QueueBook turned away since its last refresh: the same verdict for every
+  // such pod.
+  std::set<std::pair<size_t, int>> denied;
   bool placed_since_refresh = false;
   while (true) {
     std::vector<size_t> tenants;
@@ -351,19 +353,17 @@ std::vector<PassRecord::Served> Simulation::passFairShare(double now) {
     bool placed = false, stale = false;
     for (size_t t : tenants) {
       for (int pod : waiting_by_tenant_[t]) {
-        if (denied.count(pod) || !fitsSomewhere(pod)) continue;
+        const std::pair<size_t, int> kind{t, shape_of_[static_cast<size_t>(pod)]};
+        if (denied.count(kind) || !fitsSomewhere(pod)) continue;
         // As the live filter: nodes of a product QueueBook refuses the tenant are filtered out,
         // and the policy chooses among the rest.
         const TimedPod& p = pods_[static_cast<size_t>(pod)];
-        std::map<std::string, bool> admitted;  // product -> verdict
-        auto allow = [&](size_t n) {
-          if (!p.request.wantsGpus()) return true;
-          const std::string& product = nodes_[n].info().gpu_product;
-          auto it = admitted.find(product);
-          if (it == admitted.end()) it = admitted.emplace(product, !admit(t, pod, n)).first;
-          return it->second;
-        };
-        const int node = chooseFor(pod, allow);
+        std::set<std::string> admitted;
+        for (const auto& [product, milli] : capacity_) {
+          if (!p.request.wantsGpus() || !admit(t, pod, product)) admitted.insert(product);
+        }
+        auto allow = [&](size_t n) { return admitted.count(nodes_[n].info().gpu_product) > 0; };
+        const int node = admitted.empty() ? -1 : chooseFor(pod, allow);
         if (node < 0) {
           // A refusal read off a refresh older than this pass's placements lasts until the
           // next tick, as live: now when a second has passed, else a tick a second after.
@@ -374,12 +374,12 @@ std::vector<PassRecord::Served> Simulation::passFairShare(double now) {
             }
             tick_ = std::min(tick_, last_refresh_ + kTickSeconds);
           }
-          denied.insert(pod);
+          denied.insert(kind);
           continue;
         }
         PassRecord::Served s = served(pod);
         if (!place(pod, node, now)) {
-          denied.insert(pod);
+          denied.insert(kind);
           continue;
         }
         out.push_back(std::move(s));
