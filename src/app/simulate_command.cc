@@ -100,7 +100,7 @@ Examples:
   troupe simulate --out sim-out                      # all of the above, 10 seeds, with plot
   troupe simulate --policy troupe,fgd,best-fit --seeds 2
   troupe simulate --nodes n.csv --pods p.csv --json
-  troupe simulate --tenants a:1,b:1,c:2 --load 20000 --out tenants-out
+  troupe simulate --tenants a:1,b:1,c:2 --load 50000 --tune 2 --out tenants-out
 )";
 
 namespace {
