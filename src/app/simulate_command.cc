@@ -22,6 +22,8 @@
 #include "troupe/sim/cluster.h"
 #include "troupe/sim/replay.h"
 #include "troupe/sim/report.h"
+#include "troupe/sim/tenant_report.h"
+#include "troupe/sim/tenants.h"
 #include "troupe/sim/trace.h"
 
 namespace troupe::app {
@@ -74,13 +76,31 @@ Flags:
   --json             print the results as JSON instead of the table
   --out DIR          write DIR/curves.csv (mean allocation per arrived %), DIR/runs.csv (per
                      seed) and DIR/allocation.svg (the plot)
+  --tenants LIST     queueing mode (below): name:weight[:guaranteedGPUs],... e.g. a:1,b:1,c:2
+  --load X           queueing mode: divide the times between arrivals by X (default 1)
+                     (--tune there: clone pods, times included, up to RATIO x the GPU
+                     capacity; default: no clones)
   --threads N        parallel runs (default: the machine's cores)
   -h, --help         this text
+
+Queueing mode (--tenants): pods arrive at their trace creation_time (the gaps divided by
+--load), run for deletion_time - scheduled_time (deletion - creation where scheduled is
+empty), wait while nothing fits and leave when done. Each pod belongs to one tenant (a queue)
+by a seeded hash of its name, so tenants get about the same number of pods whatever their
+weight. Two orderings of the waiting pods run on the same workload: fifo (kube-scheduler's:
+every waiting pod tried in arrival order at each event, the first that fits takes its place)
+and fair-share (the tenant furthest below its fair share first, admitted by the same queue
+accounting as 'troupe serve'). Placement is the --policy's (one policy, default troupe). The
+table gives GPU utilisation, each tenant's share of allocated GPUs while the fleet is contended
+against its fair share, Jain's index of share/fair share and waits (mean, p50, p95, p99). --out
+DIR writes DIR/tenant-shares.csv and DIR/tenant-shares.svg (share over time against fair share,
+first seed). --seeds defaults to 1 here. docs/queues.md explains the numbers.
 
 Examples:
   troupe simulate --out sim-out                      # all of the above, 10 seeds, with plot
   troupe simulate --policy troupe,fgd,best-fit --seeds 2
   troupe simulate --nodes n.csv --pods p.csv --json
+  troupe simulate --tenants a:1,b:1,c:2 --load 50000 --tune 2 --out tenants-out
 )";
 
 namespace {
@@ -102,7 +122,12 @@ struct SimulateFlags {
   std::string placements;
   std::string out;
   int threads = 0;
-  std::vector<int> defrag;  // move budgets; empty = no advisor
+  std::vector<int> defrag;               // move budgets; empty = no advisor
+  std::vector<sim::TenantSpec> tenants;  // non-empty: queueing mode
+  double load = 1;
+  bool seeds_given = false;
+  bool tune_given = false;
+  std::vector<std::string> fgd_only;  // flags given that queueing mode does not take
 };
 
 int usage(const std::string& message) {
@@ -129,6 +154,7 @@ bool parseInt(const std::string& text, int64_t lo, int64_t hi, int64_t* out) {
 // Returns an exit code when the command should stop (help, or a usage error).
 std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlags& f) {
   std::string policy_list = "troupe,fgd,best-fit,gpu-packing,gpu-clustering,dot-product,random";
+  bool policy_given = false;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i], value;
     if (arg == "-h" || arg == "--help") {
@@ -141,7 +167,11 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
     }
     if (arg == "--in-order") {
       f.in_order = true;
+      f.fgd_only.push_back(arg);
       continue;
+    }
+    if (arg.rfind("--arrive", 0) == 0 || arg.rfind("--placements", 0) == 0 || arg.rfind("--defrag", 0) == 0) {
+      f.fgd_only.push_back(arg.substr(0, arg.find('=')));
     }
     bool has_value = false;
     if (size_t eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
@@ -149,9 +179,9 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
       arg = arg.substr(0, eq);
       has_value = true;
     }
-    static const char* const kValued[] = {"--nodes",      "--pods",       "--policy", "--seeds",
-                                          "--first-seed", "--arrive",     "--tune",   "--out",
-                                          "--threads",    "--placements", "--defrag"};
+    static const char* const kValued[] = {"--nodes",  "--pods",    "--policy", "--seeds",   "--first-seed",
+                                          "--arrive", "--tune",    "--out",    "--threads", "--placements",
+                                          "--defrag", "--tenants", "--load"};
     if (std::find(std::begin(kValued), std::end(kValued), arg) == std::end(kValued)) {
       return usage("unknown flag \"" + arg + "\"");
     }
@@ -166,10 +196,12 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
       f.pods = value;
     } else if (arg == "--policy") {
       policy_list = value;
+      policy_given = true;
     } else if (arg == "--seeds") {
       if (!parseInt(value, 1, 1000, &n))
         return usage("--seeds \"" + value + "\" must be a whole number from 1 to 1000");
       f.seeds = static_cast<int>(n);
+      f.seeds_given = true;
     } else if (arg == "--first-seed") {
       if (!parseInt(value, -(int64_t{1} << 62), int64_t{1} << 62, &n))
         return usage("--first-seed \"" + value + "\" must be a whole number");
@@ -185,6 +217,7 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
         return usage("--tune \"" + value + "\" must be a ratio from 0.1 to 10, e.g. 1.3");
       }
       f.tune = tune;
+      f.tune_given = true;
     } else if (arg == "--placements") {
       f.placements = value;
     } else if (arg == "--defrag") {
@@ -195,6 +228,19 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
         f.defrag.push_back(static_cast<int>(n));
       }
       if (f.defrag.empty()) return usage("--defrag needs at least one move budget, e.g. --defrag 1,4,16");
+    } else if (arg == "--tenants") {
+      Result<std::vector<sim::TenantSpec>> tenants = sim::parseTenants(value);
+      if (!tenants.isOk()) return usage("--tenants: " + tenants.status().message());
+      f.tenants = std::move(tenants).value();
+    } else if (arg == "--load") {
+      double load = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), load);
+      if (ec != std::errc() || end != value.data() + value.size() || !(load > 0 && load <= 1e9)) {
+        return usage("--load \"" + value +
+                     "\" must be a number above 0 (up to 1e9), e.g. --load 2 halves the "
+                     "times between arrivals");
+      }
+      f.load = load;
     } else if (arg == "--out") {
       f.out = value;
     } else if (arg == "--threads") {
@@ -210,6 +256,21 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
     if (std::none_of(f.policies.begin(), f.policies.end(), same)) f.policies.push_back(policy.value());
   }
   if (f.policies.empty()) return usage("--policy needs at least one policy name");
+  if (!f.tenants.empty()) {
+    if (!f.fgd_only.empty()) {
+      return usage(f.fgd_only.front() +
+                   " is for the FGD replay; --tenants runs the queueing simulation, drop " +
+                   f.fgd_only.front());
+    }
+    if (!policy_given) f.policies.resize(1);  // troupe
+    if (f.policies.size() != 1) {
+      return usage("--tenants takes one --policy (the placement within the cluster), e.g. --policy troupe");
+    }
+    if (!f.seeds_given) f.seeds = 1;
+  } else if (f.load != 1) {
+    return usage(
+        "--load only applies with --tenants (the queueing simulation), e.g. --tenants a:1,b:1 --load 2");
+  }
   if (f.nodes.empty() != f.pods.empty())
     return usage("give both --nodes and --pods, or neither for the default trace");
   if (f.nodes.empty()) {
@@ -251,6 +312,67 @@ bool writeFile(const std::filesystem::path& path, const std::string& text) {
   return static_cast<bool>(out);
 }
 
+// Queueing mode: FIFO and fair share on the same timed workload, per seed.
+int runTenants(const SimulateFlags& f, const std::vector<sim::TraceNode>& trace_nodes,
+               const std::vector<sim::TracePod>& trace_pods) {
+  model::TopologyCatalog catalog;
+  Result<sim::Cluster> cluster = sim::buildCluster(trace_nodes, catalog);
+  if (!cluster.isOk()) return usage(f.nodes + ": " + cluster.status().message());
+  sim::TenantReport report;
+  report.nodes_file = f.nodes;
+  report.pods_file = f.pods;
+  report.policy = std::string(f.policies.front()->name());
+  report.load = f.load;
+  report.first_seed = f.first_seed;
+  report.tune = f.tune_given ? f.tune : 0;
+  std::vector<sim::TracePod> sorted = trace_pods;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const sim::TracePod& a, const sim::TracePod& b) { return a.name < b.name; });
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < f.seeds; ++i) {
+    const int64_t seed = f.first_seed + i;
+    const std::vector<sim::TracePod> tuned =
+        f.tune_given ? sim::tunedPods(sorted, cluster.value().gpu_milli(), seed, f.tune) : sorted;
+    Result<std::vector<sim::TimedPod>> pods = sim::timedPods(tuned, f.tenants.size(), f.load, seed, f.pods);
+    if (!pods.isOk()) return usage("--tenants: " + pods.status().message());
+    for (sim::Ordering ordering : {sim::Ordering::kFifo, sim::Ordering::kFairShare}) {
+      sim::TenantSimInput in;
+      in.cluster = &cluster.value();
+      in.pods = &pods.value();
+      in.tenants = f.tenants;
+      in.policy = f.policies.front();
+      in.ordering = ordering;
+      in.seed = seed;
+      (ordering == sim::Ordering::kFifo ? report.fifo : report.fair).push_back(sim::simulateTenants(in));
+    }
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (f.json) {
+    std::cout << sim::renderTenantJson(report);
+  } else {
+    std::cout << "Trace: " << f.nodes << " + " << f.pods << " (" << trace_pods.size() << " pods)\n\n"
+              << sim::renderTenantTable(report);
+  }
+  if (!f.out.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(f.out, ec);
+    const std::filesystem::path dir(f.out);
+    if (ec || !writeFile(dir / "tenant-shares.csv", sim::renderTenantSharesCsv(report)) ||
+        !writeFile(dir / "tenant-shares.svg", sim::renderTenantSvg(report))) {
+      std::cerr << "troupe simulate: cannot write to --out directory \"" << f.out << "\"\n";
+      return 1;
+    }
+    (f.json ? std::cerr : std::cout) << "\nPlot: " << (dir / "tenant-shares.svg").string()
+                                     << "   shares: " << (dir / "tenant-shares.csv").string() << "\n";
+  }
+  if (!f.json) {
+    std::cout << "\n"
+              << 2 * f.seeds << " runs in " << std::to_string(static_cast<int>(report.seconds + 0.5))
+              << " s.\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int simulateCommand(const std::vector<std::string>& args) {
@@ -264,6 +386,7 @@ int simulateCommand(const std::vector<std::string>& args) {
   if (!trace_nodes.isOk()) return usage(trace_nodes.status().message());
   Result<std::vector<sim::TracePod>> trace_pods = sim::parsePodCsv(*pod_text, f.pods);
   if (!trace_pods.isOk()) return usage(trace_pods.status().message());
+  if (!f.tenants.empty()) return runTenants(f, trace_nodes.value(), trace_pods.value());
   std::vector<sim::TracePod> pods = std::move(trace_pods).value();
   if (!f.in_order) {
     std::sort(pods.begin(), pods.end(),

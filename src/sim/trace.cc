@@ -172,6 +172,14 @@ Result<std::vector<TracePod>> parsePodCsv(std::string_view text, const std::stri
       }
       if (csv.has("gpu_spec")) p.gpu_spec = std::string(csv.text("gpu_spec"));
     }
+    for (auto [column, field] :
+         {std::pair{"creation_time", &p.creation_time}, std::pair{"deletion_time", &p.deletion_time},
+          std::pair{"scheduled_time", &p.scheduled_time}}) {
+      if (!csv.has(column) || csv.text(column).empty()) continue;
+      auto seconds = csv.integer(column, 0, kBig);
+      if (!seconds.isOk()) return seconds.status();
+      *field = seconds.value();
+    }
     pods.push_back(std::move(p));
   }
   if (pods.empty()) return invalidArgument(file + ": no pod rows after the header");

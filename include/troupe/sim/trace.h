@@ -1,7 +1,8 @@
 // The openb trace format (Alibaba GPU cluster trace v2023, as replayed by the FGD paper).
 //
 //   nodes: sn,cpu_milli,memory_mib,gpu,model
-//   pods:  name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,qos,pod_phase,...]
+//   pods:  name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,qos,pod_phase,creation_time,
+//          deletion_time,scheduled_time]
 //
 // Columns are found by header name, so extra columns and the 5-column variants both work.
 // Errors name the file, the line, the column and what is expected.
@@ -31,6 +32,11 @@ struct TracePod {
   int num_gpu = 0;
   int64_t gpu_milli = 0;  // per GPU, clamped to 1000 as the artifact's converter does
   std::string gpu_spec;   // allowed models, '|'-separated; "" = any
+  // Seconds, when the file has the column and the cell is not empty; -1 otherwise. Only the
+  // queueing simulation (tenants.h) reads them: the FGD replay ignores time.
+  int64_t creation_time = -1;
+  int64_t deletion_time = -1;
+  int64_t scheduled_time = -1;  // empty in the trace for pods that never started
 
   int64_t gpuRequestMilli() const { return num_gpu * gpu_milli; }
 };
