@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
   resetHwm();
   const double rss0 = rss();
 
-  troupe::kube::WatchConfig nc{"nodes", "/api/v1/nodes", "", 500, 300, {}, {}};
+  troupe::kube::WatchConfig nc{"nodes", "/api/v1/nodes", "", 500, 300, {}, {}, {}};
   troupe::kube::Watcher nodes_w(api, nc, sync.nodeHandler(), logger, uniform);
   auto t0 = Clock::now();
   if (!nodes_w.step(stop)) return 1;
@@ -224,7 +224,7 @@ int main(int argc, char** argv) {
   const double rss_nodes = rss();
 
   troupe::kube::WatchConfig pc{
-      "pods", "/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed", 500, 300, {}, {}};
+      "pods", "/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed", 500, 300, {}, {}, {}};
   troupe::kube::Watcher pods_w(api, pc, sync.podHandler(), logger, uniform);
   const uint64_t bytes_before_pods = api.bytes;
   t0 = Clock::now();

@@ -183,30 +183,34 @@ int64_t QueueBook::shareLocked(const std::string& queue, const std::string& prod
   return it == fair_.end() ? 0 : at(it->second.share, product);
 }
 
+int64_t QueueBook::shareTotalLocked(const std::string& queue) const {
+  auto it = fair_.find(queue);
+  return it == fair_.end() ? 0 : it->second.total_milli;
+}
+
 void QueueBook::recomputeWaitingLocked() {
   waiting_.clear();
   waiting_below_.clear();
   if (fair_.empty()) return;
   // A queue waits for a product when its first pending pod that fits now accepts that product
   // and would be admitted on it: with the pod, the queue and every ancestor stay within their
-  // fair share of it and their limits. A queue whose next pod would itself go beyond its share
-  // holds nobody back: two queues each waiting for the other would leave GPUs idle for ever.
-  for (const auto& [queue, d] : demandLocked()) {
-    auto fits = pending_fits_.find(queue);
-    if (fits == pending_fits_.end() || !fits->second) continue;
+  // fair share (in all and of that product) and their limits. A queue whose next pod would itself go
+  // beyond its share holds nobody back: two queues each waiting for the other would leave GPUs
+  // idle for ever.
+  for (const auto& [queue, fits] : pending_fits_) {
     auto ask = fitting_ask_.find(queue);
-    if (ask == fitting_ask_.end()) continue;
+    if (!fits || ask == fitting_ask_.end() || !tree_.find(queue)) continue;
     const QueuedPod& pod = ask->second;
-    for (const auto& [product, milli] : d.pending) {
-      if (milli <= 0) continue;
-      if (!accepts(pod, product)) continue;
-      bool within = true;
-      for (const std::string& q : tree_.lineage(queue)) {
-        if (heldLocked(q, product) + pod.milli > shareLocked(q, product)) within = false;
-      }
-      if (!within || limitLocked(queue, pod.milli, product, "")) continue;
+    const std::vector<std::string> line = tree_.lineage(queue);
+    for (const auto& [product, capacity] : capacity_) {
+      if (!accepts(pod, product) || limitLocked(queue, pod.milli, product, "")) continue;
+      const bool within = std::all_of(line.begin(), line.end(), [&](const std::string& q) {
+        return heldTotalLocked(q) + pod.milli <= shareTotalLocked(q) &&
+               heldLocked(q, product) + pod.milli <= shareLocked(q, product);
+      });
+      if (!within) continue;
       waiting_[product].push_back(queue);
-      for (const std::string& up : tree_.lineage(queue)) ++waiting_below_[product][up];
+      for (const std::string& up : line) ++waiting_below_[product][up];
     }
   }
 }
@@ -300,30 +304,44 @@ std::optional<std::string> QueueBook::admit(const std::string& queue, int64_t mi
   auto via = [&](const std::string& q) {
     return q == queue ? who + " is" : who + ": its parent queue " + q + " is";
   };
-  // Fair share: beyond its share of this product, a queue waits while a queue elsewhere is
-  // below its own share of it and has pending pods that fit (as of the last refresh).
+  // Fair share: beyond its share (all products together), a queue waits while a queue elsewhere
+  // is below its own share with a pending pod that fits, accepts this product and would be
+  // admitted (as of the last refresh).
   auto waiting = waiting_.find(product);
   if (waiting == waiting_.end()) return std::nullopt;
   const auto& below = waiting_below_.at(product);
   const int all = static_cast<int>(waiting->second.size());
   for (const std::string& q : line) {
-    const int64_t held = heldLocked(q, product);
-    const int64_t share = shareLocked(q, product);
-    if (held + ask <= share) continue;
+    // Beyond its share in all, or of this product (a queue holding more than its share of a
+    // scarce product waits there while others want it, even when its total is within).
+    const int64_t held = heldTotalLocked(q);
+    const int64_t share = shareTotalLocked(q);
+    const int64_t held_p = heldLocked(q, product);
+    const int64_t share_p = shareLocked(q, product);
+    const bool over_all = held + ask > share;
+    if (!over_all && held_p + ask <= share_p) continue;
     auto inside = below.find(q);
     if (all - (inside == below.end() ? 0 : inside->second) == 0) continue;
     for (const std::string& other : waiting->second) {
       const std::vector<std::string> other_line = tree_.lineage(other);
       if (std::find(other_line.begin(), other_line.end(), q) != other_line.end()) continue;
-      const int64_t other_held = heldLocked(other, product);
-      const int64_t other_share = shareLocked(other, product);
       // It caught up since the last refresh: its pod would now go beyond its share.
-      if (other_held + fitting_ask_.at(other).milli > other_share) continue;
-      return via(q) + " above its fair share of " + productName(product) + " GPUs: with " +
-             (gang.empty() ? "this pod" : "gang " + gang) + " it would hold " + gpusText(held + ask) +
-             ", its fair share is " + gpusText(share) + "; queue " + other + " holds " +
-             gpusText(other_held) + " of its fair share of " + gpus(other_share) +
-             " and has pending pods that fit";
+      const int64_t next = fitting_ask_.at(other).milli;
+      if (heldTotalLocked(other) + next > shareTotalLocked(other) ||
+          heldLocked(other, product) + next > shareLocked(other, product)) {
+        continue;
+      }
+      const std::string asker = gang.empty() ? "this pod" : "gang " + gang;
+      if (over_all) {
+        return via(q) + " above its fair share: with " + asker + " it would hold " + gpus(held + ask) +
+               ", its fair share is " + gpus(share) + "; queue " + other + " holds " +
+               gpusText(heldTotalLocked(other)) + " of its fair share of " + gpus(shareTotalLocked(other)) +
+               " and has pending pods that fit";
+      }
+      return via(q) + " above its fair share of " + productName(product) + " GPUs: with " + asker +
+             " it would hold " + gpusText(held_p + ask) + ", its fair share is " + gpusText(share_p) +
+             "; queue " + other + " holds " + gpusText(heldLocked(other, product)) +
+             " of its fair share of " + gpus(shareLocked(other, product)) + " and has pending pods that fit";
     }
   }
   return std::nullopt;

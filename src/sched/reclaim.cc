@@ -241,7 +241,7 @@ class Planner {
         if (it == queues_.end() || shared_.contains(m->queue)) return false;
         const QueueStatus& q = *it->second;
         return q.spec.preemptible && q.allocated_milli > q.fair_share.total_milli &&
-               input_.now - m->since >= input_.min_runtime;
+               input_.now - m->since >= input_.min_runtime && !input_.spared.contains(m->uid);
       });
       if (ok) out.push_back(&u);
     }

@@ -1,5 +1,7 @@
 #include "troupe/sched/reclaim_book.h"
 
+#include <algorithm>
+
 namespace troupe::sched {
 namespace {
 
@@ -52,6 +54,19 @@ bool ReclaimBook::finish(const ReclaimPlan& plan) {
   if (!plan_ || !samePlan(*plan_, plan)) return false;
   plan_.reset();
   return true;
+}
+
+void ReclaimBook::spare(const ReclaimPlan& plan, TimePoint until) {
+  std::lock_guard lock(mu_);
+  for (const ReclaimVictim& v : plan.victims) spared_[v.uid] = std::max(spared_[v.uid], until);
+}
+
+std::set<std::string> ReclaimBook::spared(TimePoint now) {
+  std::lock_guard lock(mu_);
+  std::erase_if(spared_, [&](const auto& kv) { return kv.second <= now; });
+  std::set<std::string> out;
+  for (const auto& [uid, until] : spared_) out.insert(uid);
+  return out;
 }
 
 bool ReclaimBook::holding(TimePoint now) const {

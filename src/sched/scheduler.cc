@@ -641,7 +641,7 @@ void Scheduler::refreshQueues(bool force) {
   {
     const Clock::time_point t = now();
     std::lock_guard lock(queue_refresh_mu_);
-    if (!force && queues_refreshed_ != Clock::time_point{} && t - queues_refreshed_ < std::chrono::seconds(1))
+    if (!force && queues_refreshed_ != Clock::time_point{} && t - queues_refreshed_ < config_.queue_refresh)
       return;
     queues_refreshed_ = t;
   }

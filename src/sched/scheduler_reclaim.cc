@@ -15,6 +15,7 @@ std::optional<ReclaimPlan> Scheduler::planReclaim() {
   in.topology_levels = config_.topology_levels;
   in.now = t;
   in.min_runtime = config_.queue_min_runtime;
+  in.spared = reclaim_.spared(t);
   // The request filter parsed, where it has seen the pod; else the planner derives one.
   in.request = [this](const QueuedPod& p) -> std::optional<GpuRequest> {
     std::optional<PendingPod> known = pending_.find(p.uid);
@@ -48,12 +49,17 @@ std::optional<ReclaimPlan> Scheduler::planReclaim() {
 
 void Scheduler::reclaimFinished(const ReclaimPlan& plan, bool evicted, const std::string& why) {
   if (!evicted) {
+    // Not carried out (a PodDisruptionBudget refused a dry run, say): its victims are spared
+    // for a reclaim timeout, so the next plan looks for other pods.
     reclaim_.finish(plan);
+    reclaim_.spare(plan, now() + config_.reclaim_timeout);
     return;
   }
   // The plan stays in flight until its victims are gone (forgetPod, release) or it times out.
-  const std::string reason = why.empty() ? "reclaim" : why;
-  for (const ReclaimVictim& v : plan.victims) queues_.countEviction(v.queue, reason);
+  // Counted by a short reason, a bounded metric label: every eviction Troupe makes today gives a
+  // queue back its guarantee. What happened (`why`) is the adapter's to log.
+  (void)why;
+  for (const ReclaimVictim& v : plan.victims) queues_.countEviction(v.queue, "guarantee");
 }
 
 void Scheduler::holdForReclaimLocked(const std::string& queue, FilterResult& out,

@@ -71,7 +71,8 @@ struct Step {
   bool contended = false;
 };
 
-// QueueBook::refresh runs on the Scheduler's tick, at most once a second.
+// QueueBook::refresh: the live tick runs it every 200 ms; the sim at most once a simulated
+// second, which bounds its run time (a refresh scans every pod).
 constexpr double kTickSeconds = 1;
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
@@ -339,8 +340,7 @@ std::vector<PassRecord::Served> Simulation::passFifo(double now) {
 
 std::vector<PassRecord::Served> Simulation::passFairShare(double now) {
   std::vector<PassRecord::Served> out;
-  // Tenant and shape QueueBook turned away since its last refresh: the same verdict for every
-  // such pod.
+  // Tenant and shape turned away since the last placement: the same verdict for every such pod.
   std::set<std::pair<size_t, int>> denied;
   bool placed_since_refresh = false;
   while (true) {
@@ -384,6 +384,9 @@ std::vector<PassRecord::Served> Simulation::passFairShare(double now) {
         }
         out.push_back(std::move(s));
         placed = placed_since_refresh = true;
+        // A placement changes what QueueBook says of others (a waiting tenant that reached its
+        // share no longer holds anyone back): earlier refusals are asked again.
+        denied.clear();
         break;
       }
       if (placed || stale) break;
@@ -452,7 +455,7 @@ TenantRun Simulation::run() {
       if (!outcome_[next].fits_empty) continue;
       enqueue(static_cast<int>(next));
     }
-    // The live tick refreshes at most once a second; the sim refreshes at the first event after.
+    // At most once a simulated second: at the first event a second or more after the last.
     if (now >= last_refresh_ + kTickSeconds) refreshBook(now);
     PassRecord rec;
     rec.time = now;

@@ -137,8 +137,13 @@ TEST_CASE("QueueBook: beyond its fair share a queue waits while another has pods
     CHECK(statusOf(st, "b").fair_share.share.at("H100") == 4000);
     std::optional<std::string> r = book.admit("a", 1000, "H100");
     REQUIRE(r);
-    CHECK(r->rfind("troupe: queue a is above its fair share of H100 GPUs", 0) == 0);
-    CHECK(contains(*r, "it would hold 7, its fair share is 4"));
+    INFO(*r);
+    // a's share: 4 of the contested H100 and the 1 A100 it asks for; with the pod it holds 7.
+    CHECK(statusOf(book.statuses(), "a").fair_share.total_milli == 5000);
+    CHECK(r->rfind(
+              "troupe: queue a is above its fair share: with this pod it would hold 7 GPUs, its fair share "
+              "is 5 GPUs",
+              0) == 0);
     CHECK(contains(*r, "queue b holds 0 of its fair share of 4 GPUs and has pending pods that fit"));
     CHECK_FALSE(book.admit("a", 1000, "A100"));  // nobody waits for A100
     CHECK_FALSE(book.admit("b", 4000, "H100"));

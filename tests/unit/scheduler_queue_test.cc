@@ -133,29 +133,38 @@ TEST_CASE("queues: the limit holds in all and per product, and frees on release"
 TEST_CASE("queues: beyond its fair share a queue waits for one whose pods fit", "[queue][scheduler]") {
   Fixture f;
   REQUIRE(f.s.upsertNode(gpuNode("h2", 8, kH100)).isOk());
-  f.nodes = {"h0", "h1", "h2"};
+  f.nodes = {"h0", "h1", "h2", "a0"};  // 24 H100 and 8 A100
   f.s.setQueues(QueueTree::build({queue("a"), queue("b")}));
-  for (int i = 0; i < 3; ++i) f.place(Fixture::pod("a" + std::to_string(i), 4, "a"), i < 2 ? "h0" : "h1");
-  f.s.filter(Fixture::pod("b0", 4, "b"), f.nodes);  // b's pending pod (fits on h1)
+  for (int i = 0; i < 4; ++i) f.place(Fixture::pod("a" + std::to_string(i), 4, "a"), i < 2 ? "h0" : "h1");
+  // b asks for 20 GPUs (five pending 4-GPU pods, each fitting on h2 or a0): together the two
+  // queues want more than the 32 GPUs.
+  for (int i = 0; i < 5; ++i) f.s.filter(Fixture::pod("b" + std::to_string(i), 4, "b"), f.nodes);
   f.t += std::chrono::seconds(2);
   f.s.tick();
-  FilterResult r = f.s.filter(Fixture::pod("a3", 2, "a"), f.nodes);
+  CHECK(f.status("a").fair_share.total_milli < 18000);  // with a4, a would be above its share
+  FilterResult r = f.s.filter(Fixture::pod("a4", 2, "a"), f.nodes);
   CHECK(r.passed.empty());
-  CHECK(r.categories.at("queue") == 2);  // h1 and h2; h0 is full anyway
+  CHECK(r.categories.at("queue") == 2);  // h2 and a0; h0 and h1 are full anyway
   REQUIRE(r.failed.contains("h2"));
-  CHECK(r.failed.at("h2").rfind("troupe: queue a is above its fair share of " + kH100 + " GPUs", 0) == 0);
   INFO(r.failed.at("h2"));
-  CHECK(contains(r.failed.at("h2"),
-                 "queue b holds 0 of its fair share of 3 GPUs and has pending pods that fit"));
-  // (b0 accepts any product: its 4 GPUs are spread over the 24 H100 and 8 A100 as 3 and 1.)
+  CHECK(
+      r.failed.at("h2").rfind("troupe: queue a is above its fair share: with this pod it would hold 18 GPUs, "
+                              "its fair share is ",
+                              0) == 0);
+  CHECK(contains(r.failed.at("h2"), "; queue b holds 0 of its fair share of "));
+  CHECK(contains(r.failed.at("h2"), " and has pending pods that fit"));
   CHECK(f.status("b").pending_fits);
-  CHECK(contains(f.status("a").explanation, "holds 12"));
-  // b's pod is admitted; once it is bound nobody waits and a may use what is left.
-  f.place(Fixture::pod("b0", 4, "b"), "h1");
-  f.s.tick();  // within the second: no refresh, but b no longer waits by the live numbers
-  r = f.s.filter(Fixture::pod("a3", 2, "a"), f.nodes);
+  CHECK(contains(f.status("a").explanation, "holds 16"));
+  // b's pods are admitted (each keeps b within its share) ...
+  CHECK(f.s.filter(Fixture::pod("b0", 4, "b"), f.nodes).passed.size() == 2);
+  f.place(Fixture::pod("b0", 4, "b"), "h2");
+  // ... and once b wants no more, nobody waits and a may use what is left.
+  for (int i = 1; i < 5; ++i) f.s.forgetPod("uid-b" + std::to_string(i));
+  f.t += std::chrono::seconds(2);
+  f.s.tick();
+  r = f.s.filter(Fixture::pod("a4", 2, "a"), f.nodes);
   CHECK(r.categories.count("queue") == 0);
-  CHECK(r.passed == std::vector<std::string>{"h2"});
+  CHECK(r.passed == std::vector<std::string>{"h2", "a0"});
 }
 
 TEST_CASE("queues: a gang is admitted whole, and its bound members are accounted", "[queue][scheduler]") {

@@ -2,6 +2,7 @@
 // its victims are gone, its deadline passes or the adapter gives it up, evictions counted per
 // queue, and the victims' nodes kept for the waiting queue meanwhile.
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "support/fixtures.h"
 #include "troupe/sched/scheduler.h"
@@ -165,6 +166,20 @@ TEST_CASE("scheduler reclaim: the deadline and a refused eviction end a plan", "
   std::optional<ReclaimPlan> third = f.s->planReclaim();
   REQUIRE(third);
   CHECK(statusOf(f.s->queueStatuses(), "batch").evictions.empty());  // nothing was evicted
+  // A refused plan's victims are spared for a reclaim timeout: each next plan takes others,
+  // until every batch pod has been refused once.
+  std::set<std::string> refused;
+  for (const std::string& uid : victimUids(*again)) refused.insert(uid);
+  std::optional<ReclaimPlan> next = third;
+  for (int i = 0; next && i < 8; ++i) {
+    for (const std::string& uid : victimUids(*next)) CHECK(refused.insert(uid).second);
+    f.s->reclaimFinished(*next, false, "refused too");
+    next = f.s->planReclaim();
+  }
+  CHECK_FALSE(next);
+  CHECK(refused.size() == 4);
+  f.clock.advance(std::chrono::minutes(2));
+  CHECK(f.s->planReclaim());  // spared no longer
 }
 
 TEST_CASE("scheduler reclaim: evictions are counted per victim queue", "[reclaim][scheduler]") {
@@ -174,8 +189,8 @@ TEST_CASE("scheduler reclaim: evictions are counted per victim queue", "[reclaim
   REQUIRE(plan);
   f.s->reclaimFinished(*plan, true, "reclaim");
   const QueueStatus& batch = statusOf(f.s->queueStatuses(), "batch");
-  REQUIRE(batch.evictions.contains("reclaim"));
-  CHECK(batch.evictions.at("reclaim") == 2);
+  REQUIRE(batch.evictions.contains("guarantee"));
+  CHECK(batch.evictions.at("guarantee") == 2);
   CHECK_FALSE(f.s->planReclaim());  // still in flight until the victims are gone
 }
 

@@ -6,9 +6,10 @@
 //   1. limit: Q and each ancestor stay within their limit, in all and for P; else the reason
 //      names the queue, its usage and its limit ("queue team-a is at its limit: it holds 16 of
 //      16 GPUs; ...");
-//   2. fair share: when Q's dominant share with the pod would exceed its fair share, and some
-//      other queue below its own fair share has pending pods that fit now (refresh()), Q waits,
-//      and the reason names both queues with their usage and fair share.
+//   2. fair share: when Q's GPUs with the pod (all products together) would exceed its fair
+//      share, and some other queue is waiting (its first pending pod fits now, accepts P and
+//      keeps that queue within its own fair share and limits: refresh()), Q waits, and the
+//      reason names both queues with their usage and fair share.
 // Within a queue the order is kube-scheduler's (PriorityClass, then arrival) and the gang
 // starvation drain (gang_book.h) keeps backfill from delaying a reserved gang.
 #pragma once
@@ -93,7 +94,7 @@ class QueueBook {
 
   // Recomputes the fair shares from the capacity per product and asks `fits` (at most once per
   // distinct shape per queue, pending pods first in priority, then arrival order) which queues
-  // have a pending pod that fits now. Called by the Scheduler's tick at most once a second.
+  // have a pending pod that fits now. Called by the Scheduler's tick (every queue_refresh, 200 ms).
   void refresh(const ProductMilli& capacity, const std::function<bool(const QueuedPod&)>& fits);
 
   // nullopt: `queue` may take `milli` more on a node of `product`; else the reason. `gang`:
@@ -132,6 +133,7 @@ class QueueBook {
   int64_t heldLocked(const std::string& queue, const std::string& product) const;
   int64_t heldTotalLocked(const std::string& queue) const;
   int64_t shareLocked(const std::string& queue, const std::string& product) const;
+  int64_t shareTotalLocked(const std::string& queue) const;
 
   // Read without the lock: with queueing off, filter pays for one atomic load and no more.
   std::atomic<bool> enabled_{false};

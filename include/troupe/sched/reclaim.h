@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,9 @@ struct ReclaimInput {
   std::vector<std::string> topology_levels;  // for planGang
   QueueClock::time_point now{};
   std::chrono::milliseconds min_runtime{0};
+  // Pods not to evict now (their unit, a whole gang included, is left alone): the victims of a
+  // plan the adapter could not carry out, e.g. a PodDisruptionBudget refused an eviction.
+  std::set<std::string> spared;
 };
 
 // The next reclaim, or nullopt when none is needed or none would make a waiting pod fit.

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -32,6 +33,11 @@ class ReclaimBook {
   void podGone(const std::string& uid);
   // Ends the plan in flight if it is `plan` (same queue, pod and victims); false otherwise.
   bool finish(const ReclaimPlan& plan);
+  // The victims of a plan that could not be carried out are not planned again until `until`,
+  // so the next plan picks other pods rather than the one a PodDisruptionBudget protects.
+  void spare(const ReclaimPlan& plan, TimePoint until);
+  // The pods spared at `now` (expired ones are forgotten).
+  std::set<std::string> spared(TimePoint now);
   // Whether a plan holds nodes at `now`: filter's one check per call while none does.
   bool holding(TimePoint now) const;
   // nullopt: a pod of `queue` may take GPUs on `node` at `now`; else why not, for filter.
@@ -43,8 +49,9 @@ class ReclaimBook {
   mutable std::mutex mu_;
   std::optional<ReclaimPlan> plan_;
   TimePoint deadline_{};
-  std::set<std::string> waiting_for_;  // victims' uids not yet gone
-  std::set<std::string> nodes_;        // the victims' nodes
+  std::set<std::string> waiting_for_;        // victims' uids not yet gone
+  std::set<std::string> nodes_;              // the victims' nodes
+  std::map<std::string, TimePoint> spared_;  // uid -> until when it is not planned again
 };
 
 }  // namespace troupe::sched

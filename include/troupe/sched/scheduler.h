@@ -83,6 +83,10 @@ struct SchedulerConfig {
   std::chrono::milliseconds queue_min_runtime{std::chrono::minutes(5)};
   std::chrono::milliseconds reclaim_timeout{std::chrono::minutes(2)};
   bool reclaim = true;
+  // How often tick() recomputes fair shares and which queues' pending pods fit. Short, because
+  // kube-scheduler binds a burst of pods in a second or two: shares computed before the burst's
+  // demand was seen would let the first queue to arrive take more than its share.
+  std::chrono::milliseconds queue_refresh{200};
 };
 
 // What prioritize says of one candidate node.
@@ -179,7 +183,8 @@ class Scheduler {
   // its victims are gone or reclaim_timeout passes).
   std::optional<ReclaimPlan> planReclaim();
   // What the adapter did with a plan: `evicted` false (e.g. a PodDisruptionBudget refused a
-  // member's eviction in the dry run) ends it at once; `why` is counted and logged.
+  // member's eviction in the dry run) ends it at once and spares its victims for a
+  // reclaim_timeout, so the next plan picks other pods; `why` is counted and logged.
   void reclaimFinished(const ReclaimPlan& plan, bool evicted, const std::string& why);
 
   // by_node is filled only while the GPU nodes number at most max_node_rows: a caller that
@@ -241,7 +246,7 @@ class Scheduler {
   // victim's gang also has members bound on other nodes (a gang is evicted whole or not at
   // all). Caller holds mu_.
   bool wholeGangsLocked(const model::NodeState& node, std::vector<std::string>& victims) const;
-  // Fair shares and which queues' pending pods fit, at most once a second unless `force`.
+  // Fair shares and which queues' pending pods fit, at most once per queue_refresh unless `force`.
   void refreshQueues(bool force);
 
   const SchedulerConfig config_;
