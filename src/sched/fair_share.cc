@@ -151,8 +151,16 @@ double dominantOf(const ProductMilli& amount, const ProductMilli& capacity) {
 
 // Splits `pool` among the claimants, product by product (each product's water level is its own,
 // so a product that runs out stops only the claimants' growth in that product).
-std::vector<ProductMilli> splitPool(const ProductMilli& pool, const std::vector<Claimant>& claimants,
+std::vector<ProductMilli> splitPool(const ProductMilli& pool, std::vector<Claimant> claimants,
                                     const ProductMilli& capacity) {
+  // No claimant can use more of a product than the pool has: a demand beyond it would inflate
+  // the claimant's dominant share and slow its growth in every other product (a queue flooding
+  // the fleet that happens to hold all of a small product would get less than its weight's share
+  // of the rest).
+  for (Claimant& c : claimants) {
+    for (auto& [product, milli] : c.demand) milli = std::min(milli, at(pool, product));
+    for (auto& [product, milli] : c.guarantee) milli = std::min(milli, at(c.demand, product));
+  }
   std::vector<ProductMilli> out(claimants.size());
   std::vector<double> dominant(claimants.size());
   for (size_t i = 0; i < claimants.size(); ++i) dominant[i] = dominantOf(claimants[i].demand, capacity);

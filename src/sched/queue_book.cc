@@ -194,7 +194,7 @@ void QueueBook::recomputeWaitingLocked() {
   if (fair_.empty()) return;
   // A queue waits for a product when its first pending pod that fits now accepts that product
   // and would be admitted on it: with the pod, the queue and every ancestor stay within their
-  // fair share (in all and of that product) and their limits. A queue whose next pod would itself go
+  // fair share (all products together) and their limits. A queue whose next pod would itself go
   // beyond its share holds nobody back: two queues each waiting for the other would leave GPUs
   // idle for ever.
   for (const auto& [queue, fits] : pending_fits_) {
@@ -205,8 +205,7 @@ void QueueBook::recomputeWaitingLocked() {
     for (const auto& [product, capacity] : capacity_) {
       if (!accepts(pod, product) || limitLocked(queue, pod.milli, product, "")) continue;
       const bool within = std::all_of(line.begin(), line.end(), [&](const std::string& q) {
-        return heldTotalLocked(q) + pod.milli <= shareTotalLocked(q) &&
-               heldLocked(q, product) + pod.milli <= shareLocked(q, product);
+        return heldTotalLocked(q) + pod.milli <= shareTotalLocked(q);
       });
       if (!within) continue;
       waiting_[product].push_back(queue);
@@ -312,14 +311,11 @@ std::optional<std::string> QueueBook::admit(const std::string& queue, int64_t mi
   const auto& below = waiting_below_.at(product);
   const int all = static_cast<int>(waiting->second.size());
   for (const std::string& q : line) {
-    // Beyond its share in all, or of this product (a queue holding more than its share of a
-    // scarce product waits there while others want it, even when its total is within).
+    // In GPUs of all products together: a pending pod that accepts several products spreads its
+    // ask over them, so a per-product share can be smaller than one pod of the queue.
     const int64_t held = heldTotalLocked(q);
     const int64_t share = shareTotalLocked(q);
-    const int64_t held_p = heldLocked(q, product);
-    const int64_t share_p = shareLocked(q, product);
-    const bool over_all = held + ask > share;
-    if (!over_all && held_p + ask <= share_p) continue;
+    if (held + ask <= share) continue;
     auto inside = below.find(q);
     if (all - (inside == below.end() ? 0 : inside->second) == 0) continue;
     for (const std::string& other : waiting->second) {
@@ -327,21 +323,12 @@ std::optional<std::string> QueueBook::admit(const std::string& queue, int64_t mi
       if (std::find(other_line.begin(), other_line.end(), q) != other_line.end()) continue;
       // It caught up since the last refresh: its pod would now go beyond its share.
       const int64_t next = fitting_ask_.at(other).milli;
-      if (heldTotalLocked(other) + next > shareTotalLocked(other) ||
-          heldLocked(other, product) + next > shareLocked(other, product)) {
-        continue;
-      }
+      if (heldTotalLocked(other) + next > shareTotalLocked(other)) continue;
       const std::string asker = gang.empty() ? "this pod" : "gang " + gang;
-      if (over_all) {
-        return via(q) + " above its fair share: with " + asker + " it would hold " + gpus(held + ask) +
-               ", its fair share is " + gpus(share) + "; queue " + other + " holds " +
-               gpusText(heldTotalLocked(other)) + " of its fair share of " + gpus(shareTotalLocked(other)) +
-               " and has pending pods that fit";
-      }
-      return via(q) + " above its fair share of " + productName(product) + " GPUs: with " + asker +
-             " it would hold " + gpusText(held_p + ask) + ", its fair share is " + gpusText(share_p) +
-             "; queue " + other + " holds " + gpusText(heldLocked(other, product)) +
-             " of its fair share of " + gpus(shareLocked(other, product)) + " and has pending pods that fit";
+      return via(q) + " above its fair share: with " + asker + " it would hold " + gpus(held + ask) +
+             ", its fair share is " + gpus(share) + "; queue " + other + " holds " +
+             gpusText(heldTotalLocked(other)) + " of its fair share of " + gpus(shareTotalLocked(other)) +
+             " and has pending pods that fit";
     }
   }
   return std::nullopt;

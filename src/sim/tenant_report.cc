@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "troupe/sim/report_text.h"
 #include "troupe/sim/summary.h"
 
 namespace troupe::sim {
@@ -18,29 +19,6 @@ std::string fixed(double v, int digits) {
 std::string pad(std::string s, size_t width, bool right = false) {
   if (s.size() >= width) return s;
   return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
-}
-
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) out += c;
-  }
-  return out + "\"";
-}
-
-std::string xmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 // Mean over the seeds' runs of one number.
@@ -149,9 +127,9 @@ std::string renderTenantTable(const TenantReport& r) {
 }
 
 std::string renderTenantJson(const TenantReport& r) {
-  std::string out = "{\n  \"nodes\": " + quoted(r.nodes_file) + ",\n  \"pods\": " + quoted(r.pods_file) +
-                    ",\n  \"policy\": " + quoted(r.policy) + ",\n  \"load\": " + fixed(r.load, 4) +
-                    ",\n  \"tune\": " + fixed(r.tune, 4) +
+  std::string out = "{\n  \"nodes\": " + jsonString(r.nodes_file) +
+                    ",\n  \"pods\": " + jsonString(r.pods_file) + ",\n  \"policy\": " + jsonString(r.policy) +
+                    ",\n  \"load\": " + fixed(r.load, 4) + ",\n  \"tune\": " + fixed(r.tune, 4) +
                     ",\n  \"first_seed\": " + std::to_string(r.first_seed) +
                     ",\n  \"seeds\": " + std::to_string(r.fifo.size()) +
                     ",\n  \"seconds\": " + fixed(r.seconds, 3) + ",\n  \"orderings\": [";
@@ -159,7 +137,7 @@ std::string renderTenantJson(const TenantReport& r) {
   for (const Side& side : sides(r)) {
     out += first_side ? "\n" : ",\n";
     first_side = false;
-    out += "    {\"ordering\": " + quoted(side.name) + ", \"runs\": [";
+    out += "    {\"ordering\": " + jsonString(side.name) + ", \"runs\": [";
     for (size_t i = 0; i < side.runs->size(); ++i) {
       const TenantRun& x = (*side.runs)[i];
       out += (i ? ",\n" : "\n");
@@ -172,7 +150,7 @@ std::string renderTenantJson(const TenantReport& r) {
              ", \"never_fit\": " + std::to_string(x.never_fit) + ", \"tenants\": [";
       for (size_t t = 0; t < x.tenants.size(); ++t) {
         const TenantOutcome& o = x.tenants[t];
-        out += (t ? ", " : "") + std::string("{\"name\": ") + quoted(o.spec.name) +
+        out += (t ? ", " : "") + std::string("{\"name\": ") + jsonString(o.spec.name) +
                ", \"weight\": " + fixed(o.spec.weight, 4) +
                ", \"guaranteed_gpus\": " + std::to_string(o.spec.guaranteed_gpus) +
                ", \"pods\": " + std::to_string(o.pods) + ", \"started\": " + std::to_string(o.started) +

@@ -114,24 +114,7 @@ class ClusterSync {
     bool valid = false;  // the core accepted its facts
   };
 
-  // One resource's watch, fed into this object's methods for that resource (a list is
-  // begun, its objects arrive as added, then it ends).
-  class Feed final : public WatchHandler {
-   public:
-    using Step = void (ClusterSync::*)();
-    using Event = void (ClusterSync::*)(WatchEventType, const Json&);
-    Feed(ClusterSync& sync, Step begin, Step end, Event on_event)
-        : sync_(sync), begin_(begin), end_(end), event_(on_event) {}
-    void beginList() override { (sync_.*begin_)(); }
-    void listed(const Json& object) override { (sync_.*event_)(WatchEventType::kAdded, object); }
-    void endList() override { (sync_.*end_)(); }
-    void event(WatchEventType type, const Json& object) override { (sync_.*event_)(type, object); }
-
-   private:
-    ClusterSync& sync_;
-    const Step begin_, end_;
-    const Event event_;
-  };
+  using Feed = MemberFeed<ClusterSync>;
 
   void beginPodList();
   void endPodList();

@@ -1,24 +1,12 @@
 #include "adapters/kube/events.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "adapters/kube/kube_objects.h"
+
 namespace troupe::kube {
-namespace {
-
-std::string rfc3339(std::chrono::system_clock::time_point t) {
-  const time_t secs = std::chrono::system_clock::to_time_t(t);
-  struct tm tm {};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-}  // namespace
 
 std::string podEventJson(const PodRef& pod, const std::string& type, const std::string& reason,
                          const std::string& message, const EventOptions& options,
@@ -26,7 +14,7 @@ std::string podEventJson(const PodRef& pod, const std::string& type, const std::
   const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
   char suffix[32];
   std::snprintf(suffix, sizeof suffix, ".%llx", static_cast<unsigned long long>(nanos));
-  const std::string ts = rfc3339(now);
+  const std::string ts = formatApiTime(now);
   nlohmann::ordered_json e = {
       {"apiVersion", "v1"},
       {"kind", "Event"},

@@ -52,22 +52,7 @@ class QueueSync {
   uint64_t rebuilds() const { return rebuilds_.load(); }
 
  private:
-  class Feed final : public WatchHandler {
-   public:
-    using Step = void (QueueSync::*)();
-    using Event = void (QueueSync::*)(WatchEventType, const Json&);
-    Feed(QueueSync& sync, Step begin, Step end, Event on_event)
-        : sync_(sync), begin_(begin), end_(end), event_(on_event) {}
-    void beginList() override { (sync_.*begin_)(); }
-    void listed(const Json& object) override { (sync_.*event_)(WatchEventType::kAdded, object); }
-    void endList() override { (sync_.*end_)(); }
-    void event(WatchEventType type, const Json& object) override { (sync_.*event_)(type, object); }
-
-   private:
-    QueueSync& sync_;
-    const Step begin_, end_;
-    const Event event_;
-  };
+  using Feed = MemberFeed<QueueSync>;
 
   void beginQueueList();
   void endQueueList();
