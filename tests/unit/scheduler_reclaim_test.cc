@@ -188,7 +188,8 @@ TEST_CASE("scheduler reclaim: evictions are counted per victim queue", "[reclaim
   std::optional<ReclaimPlan> plan = f.s->planReclaim();
   REQUIRE(plan);
   f.s->reclaimFinished(*plan, true, "reclaim");
-  const QueueStatus& batch = statusOf(f.s->queueStatuses(), "batch");
+  const std::vector<QueueStatus> all = f.s->queueStatuses();  // statusOf refers into it
+  const QueueStatus& batch = statusOf(all, "batch");
   REQUIRE(batch.evictions.contains("guarantee"));
   CHECK(batch.evictions.at("guarantee") == 2);
   CHECK_FALSE(f.s->planReclaim());  // still in flight until the victims are gone
