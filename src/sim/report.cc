@@ -11,17 +11,6 @@
 namespace troupe::sim {
 namespace {
 
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-std::string pad(std::string s, size_t width, bool right = false) {
-  if (s.size() >= width) return s;
-  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
-}
-
 std::string withCommas(int64_t v) {
   std::string digits = std::to_string(v), out;
   for (size_t i = 0; i < digits.size(); ++i) {

@@ -35,4 +35,15 @@ std::string xmlEscape(const std::string& s) {
   return out;
 }
 
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string pad(std::string s, size_t width, bool right) {
+  if (s.size() >= width) return s;
+  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
+}
+
 }  // namespace troupe::sim

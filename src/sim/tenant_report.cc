@@ -10,17 +10,6 @@
 namespace troupe::sim {
 namespace {
 
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-std::string pad(std::string s, size_t width, bool right = false) {
-  if (s.size() >= width) return s;
-  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
-}
-
 // Mean over the seeds' runs of one number.
 double mean(const std::vector<TenantRun>& runs, const std::function<double(const TenantRun&)>& f) {
   std::vector<double> v;
