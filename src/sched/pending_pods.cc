@@ -38,6 +38,15 @@ uint64_t podFingerprint(const PodFacts& pod) {
   mixContainers(pod.containers);
   mixContainers(pod.init_containers);
   mix(std::to_string(pod.priority));
+  // What decides the gang, the nodes it may use and the devices DRA gives it.
+  mix(pod.scheduling_group);
+  mixMap(pod.node_selector);
+  for (const PodClaim& c : pod.resource_claims) {
+    mix(c.name);
+    mix(c.claim_name);
+    mix(c.template_name);
+  }
+  mix(pod.extended_resource_claim);
   return h;
 }
 

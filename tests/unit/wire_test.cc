@@ -13,6 +13,7 @@
 
 #include "support/fixtures.h"
 #include "troupe/model/node.h"
+#include "troupe/sched/pending_pods.h"
 #include "troupe/sched/scheduler.h"
 
 namespace {
@@ -925,4 +926,37 @@ TEST_CASE("wire: mutated bodies are rejected as invalid JSON exactly when the li
     invalid += said_invalid ? 1 : 0;
   }
   CHECK(invalid > 1000);  // most edits break the JSON; the rest exercise the semantic checks
+}
+
+TEST_CASE("wire: a pod's scheduling group, gates, node selector and DRA claims are read", "[wire][k8s136]") {
+  const Json pod = Json::parse(R"({
+    "metadata": {"name": "w-0", "namespace": "ml", "uid": "u-1"},
+    "spec": {
+      "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "2"}}}],
+      "schedulingGroup": {"podGroupName": "train-a"},
+      "schedulingGates": [{"name": "kueue.x-k8s.io/topology"}, {"name": ""}],
+      "nodeSelector": {"kubernetes.io/hostname": "gpu-3", "odd": 7},
+      "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "two-gpus"},
+                         {"name": "shared", "resourceClaimName": "shared-claim"}]
+    },
+    "status": {
+      "phase": "Pending",
+      "resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "w-0-gpus-x7k2p"}],
+      "extendedResourceClaimStatus": {"resourceClaimName": "w-0-extended-resources-9zq", "requestMappings": []}
+    }
+  })");
+  troupe::Result<troupe::sched::PodFacts> facts = troupe::adapters::podFromJson(pod);
+  REQUIRE(facts.isOk());
+  const troupe::sched::PodFacts& p = facts.value();
+  CHECK(p.scheduling_group == "train-a");
+  CHECK(p.scheduling_gates == std::vector<std::string>{"kueue.x-k8s.io/topology"});
+  CHECK(p.node_selector == troupe::sched::StringMap{{"kubernetes.io/hostname", "gpu-3"}});
+  REQUIRE(p.resource_claims.size() == 2);
+  CHECK(p.resource_claims[0] == troupe::sched::PodClaim{"gpus", "w-0-gpus-x7k2p", "two-gpus"});
+  CHECK(p.resource_claims[1] == troupe::sched::PodClaim{"shared", "shared-claim", ""});
+  CHECK(p.extended_resource_claim == "w-0-extended-resources-9zq");
+  // The fingerprint sees the group: the same pod in another group is another request.
+  troupe::sched::PodFacts other = p;
+  other.scheduling_group = "train-b";
+  CHECK(troupe::sched::podFingerprint(p) != troupe::sched::podFingerprint(other));
 }

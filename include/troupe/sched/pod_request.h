@@ -44,6 +44,16 @@ inline constexpr const char* kAnnotationGpus = "troupe.dev/gpus";  // the assign
 inline constexpr const char* kAnnotationTopologyRequired = "troupe.dev/topology-required";
 inline constexpr const char* kAnnotationTopologyPreferred = "troupe.dev/topology-preferred";
 
+// One entry of spec.resourceClaims: a DRA ResourceClaim the pod uses, named directly or made
+// from a template (its generated name is in status.resourceClaimStatuses once created).
+struct PodClaim {
+  std::string name;           // the entry's name, which containers refer to
+  std::string claim_name;     // the ResourceClaim's name, when known
+  std::string template_name;  // resourceClaimTemplateName, when the claim comes from one
+
+  bool operator==(const PodClaim&) const = default;
+};
+
 struct ContainerResources {
   StringMap requests;
   StringMap limits;
@@ -62,6 +72,17 @@ struct PodFacts {
   int64_t priority = 0;
   std::string node_name;
   std::string phase;
+  // spec.schedulingGroup.podGroupName: the native PodGroup (scheduling.k8s.io/v1alpha2) the
+  // pod belongs to; empty when none.
+  std::string scheduling_group;
+  // spec.schedulingGates[].name: while any remain, kube-scheduler does not schedule the pod
+  // (e.g. Kueue holds it behind kueue.x-k8s.io/admission or kueue.x-k8s.io/topology).
+  std::vector<std::string> scheduling_gates;
+  StringMap node_selector;  // spec.nodeSelector
+  std::vector<PodClaim> resource_claims;
+  // status.extendedResourceClaimStatus.resourceClaimName: the claim kube-scheduler made for
+  // an extended-resource request that a DRA driver serves (DRAExtendedResource).
+  std::string extended_resource_claim;
 
   std::string key() const { return ns + "/" + name; }
 };

@@ -112,9 +112,43 @@ Result<sched::PodFacts> podFromJson(const Json& pod) {
       out.priority = p->get<int64_t>();
     }
     out.node_name = textOf(field(*spec, "nodeName"));
+    if (const Json* group = field(*spec, "schedulingGroup"); group && group->is_object())
+      out.scheduling_group = textOf(field(*group, "podGroupName"));
+    if (const Json* gates = field(*spec, "schedulingGates"); gates && gates->is_array()) {
+      for (const Json& gate : *gates) {
+        std::string name = textOf(field(gate, "name"));
+        if (!name.empty()) out.scheduling_gates.push_back(std::move(name));
+      }
+    }
+    if (const Json* selector = field(*spec, "nodeSelector"); selector && selector->is_object()) {
+      for (auto it = selector->begin(); it != selector->end(); ++it) {
+        if (it.value().is_string()) out.node_selector[it.key()] = it.value().get<std::string>();
+      }
+    }
+    if (const Json* claims = field(*spec, "resourceClaims"); claims && claims->is_array()) {
+      for (const Json& claim : *claims) {
+        sched::PodClaim c;
+        c.name = textOf(field(claim, "name"));
+        c.claim_name = textOf(field(claim, "resourceClaimName"));
+        c.template_name = textOf(field(claim, "resourceClaimTemplateName"));
+        if (!c.name.empty()) out.resource_claims.push_back(std::move(c));
+      }
+    }
   }
   if (const Json* status = field(pod, "status"); status && status->is_object()) {
     out.phase = textOf(field(*status, "phase"));
+    // Claims made from templates: their generated names.
+    if (const Json* made = field(*status, "resourceClaimStatuses"); made && made->is_array()) {
+      for (const Json& entry : *made) {
+        const std::string name = textOf(field(entry, "name"));
+        const std::string claim = textOf(field(entry, "resourceClaimName"));
+        for (sched::PodClaim& c : out.resource_claims) {
+          if (c.name == name && c.claim_name.empty()) c.claim_name = claim;
+        }
+      }
+    }
+    if (const Json* ext = field(*status, "extendedResourceClaimStatus"); ext && ext->is_object())
+      out.extended_resource_claim = textOf(field(*ext, "resourceClaimName"));
   }
   return out;
 }
