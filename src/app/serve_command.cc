@@ -381,6 +381,8 @@ int serveCommand(const std::vector<std::string>& args) {
     handler.setReady(false);  // until the first full sync of nodes and pods
     handler.setBinder(&cluster->binder());
     handler.setPodGroups(cluster->podGroupLookup());  // read before the core's filter
+    handler.setClaimGpus(
+        [sync = &cluster->sync()](const sched::PodFacts& pod) { return sync->claimGpus(pod); });
   }
   http::ServerOptions server_options;
   server_options.limits = serverLimits(cfg.limits);

@@ -60,6 +60,19 @@ Result<NodeInfo> nodeFromFacts(const NodeFacts& facts, TopologyCatalog& catalog)
                              facts.allocatable_gpus + "\" must be a whole number from 0 to 64");
     }
     info.gpu_count = static_cast<int>(v.value());
+  }
+  // A node without device-plugin GPUs whose GPUs a DRA driver publishes: DRA serves its
+  // nvidia.com/gpu (DRAExtendedResource), and the slices say how many there are.
+  const bool dra = !facts.dra_driver.empty() && info.gpu_count == 0 && facts.dra_devices > 0;
+  if (dra) {
+    if (facts.dra_devices > 64) {
+      return invalidArgument("node " + facts.name + ": the DRA driver " + facts.dra_driver + " publishes " +
+                             std::to_string(facts.dra_devices) + " GPUs; Troupe handles at most 64 per node");
+    }
+    info.gpu_count = facts.dra_devices;
+    info.dra_driver = facts.dra_driver;
+  } else if (!facts.allocatable_gpus.empty()) {
+    // Device-plugin GPUs: counted above.
   } else if (const std::string* count = lookup(facts.labels, kLabelGpuCount)) {
     Result<int64_t> v = parseQuantityValue(*count);
     if (!v.isOk() || v.value() < 0 || v.value() > 64) {
@@ -79,6 +92,8 @@ Result<NodeInfo> nodeFromFacts(const NodeFacts& facts, TopologyCatalog& catalog)
     }
     info.gpu_memory_mib = v.value();
   }
+  if (dra && !facts.dra_product.empty()) info.gpu_product = facts.dra_product;
+  if (dra && facts.dra_memory_mib > 0) info.gpu_memory_mib = facts.dra_memory_mib;
   if (!facts.cpu.empty()) {
     Result<int64_t> v = capacityField(facts.name, facts.cpu, "cpu", true);
     if (!v.isOk()) return v.status();

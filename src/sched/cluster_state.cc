@@ -32,6 +32,10 @@ uint64_t factsFingerprint(const model::NodeFacts& facts) {
   mix(facts.memory);
   mix(facts.pods);
   mix(facts.unschedulable ? "1" : "0");
+  mix(facts.dra_driver);
+  mix(std::to_string(facts.dra_devices));
+  mix(facts.dra_product);
+  mix(std::to_string(facts.dra_memory_mib));
   return h == 0 ? 1 : h;  // 0 means "never built"
 }
 

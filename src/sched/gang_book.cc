@@ -27,7 +27,7 @@ std::string planMessage(const std::string& gang, const std::vector<GangSlot>& sl
   std::vector<std::pair<std::string, int>> per_node;  // in plan order
   size_t gpus = 0;
   for (const GangSlot& s : slots) {
-    gpus += s.gpus.size();
+    gpus += static_cast<size_t>(s.gpuCount());
     auto it =
         std::find_if(per_node.begin(), per_node.end(), [&](const auto& p) { return p.first == s.node; });
     if (it == per_node.end()) {
@@ -256,8 +256,8 @@ std::vector<GangView> GangBook::views() const {
     v.members = static_cast<int>(g.members.size());
     v.bound = g.bound;
     for (const GangSlot& s : g.slots) {
-      v.held_gpus += static_cast<int>(s.gpus.size());
-      v.held_by_node[s.node] += static_cast<int>(s.gpus.size());
+      v.held_gpus += s.gpuCount();
+      v.held_by_node[s.node] += s.gpuCount();
     }
     v.last_reason = g.last_reason;
     v.waiting_binds = static_cast<int>(g.waiting.size());
@@ -282,7 +282,7 @@ void GangBook::summarize(ClusterSummary::Gangs& s) const {
     } else {
       ++s.admitted;  // running, waiting for nothing (also one left short of its minimum)
     }
-    for (const GangSlot& slot : g.slots) s.held_gpus += static_cast<int>(slot.gpus.size());
+    for (const GangSlot& slot : g.slots) s.held_gpus += slot.gpuCount();
   }
   for (const auto& [node, owner] : drained_) s.draining_nodes += drainOwner(node) == owner ? 1 : 0;
 }
@@ -397,6 +397,7 @@ bool GangBook::plan(Gang& g, const std::vector<std::string>& candidates, std::st
     hold.pod_key = "gang " + g.spec.key;
     hold.node = plan.slots[i].node;
     hold.gpus = plan.slots[i].gpus;
+    hold.unknown_gpus = plan.slots[i].dra_gpus;
     hold.milli_per_gpu = g.request.milli_per_gpu;
     if (Status s = cluster_.hold(hold); !s.isOk()) {
       // Cannot happen: the plan was made on these very nodes under this lock.
@@ -660,6 +661,7 @@ void GangBook::releaseBarrier(Gang& g, std::vector<Completion>* out) {
       a.pod_key = w.key;
       a.node = s.node;
       a.gpus = s.gpus;
+      a.unknown_gpus = s.dra_gpus;
       a.milli_per_gpu = g.request.milli_per_gpu;
       a.gang = g.spec.key;
       Status st = cluster_.record(a);

@@ -13,6 +13,7 @@ struct NodeFit {
   const model::NodeState* node;
   std::vector<std::vector<int>> sets;  // the GPU sets members would get, in order
   int64_t used_milli;
+  int dra_gpus = 0;  // per member, on a DRA-served node (sets are then empty)
 };
 
 // Members of `req` that fit on the node as it is now, by placing them one after another on a
@@ -27,9 +28,11 @@ NodeFit fitMembers(const model::NodeState& node, const GpuRequest& req, int limi
     a.pod_uid = "plan#" + std::to_string(i);
     a.node = node.info().name;
     a.gpus = p->gpus;
+    a.unknown_gpus = p->dra_gpus;
     a.milli_per_gpu = req.milli_per_gpu;
     if (!scratch.add(a).isOk()) break;
     fit.sets.push_back(p->gpus);
+    fit.dra_gpus = p->dra_gpus;
   }
   return fit;
 }
@@ -249,7 +252,7 @@ GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const
   for (const NodeFit* f : order) {
     for (const std::vector<int>& set : f->sets) {
       if (placed == members) break;
-      out.slots.push_back(GangSlot{f->node->info().name, set, ""});
+      out.slots.push_back(GangSlot{f->node->info().name, set, "", f->dra_gpus});
       ++placed;
     }
     if (placed == members) break;

@@ -47,6 +47,7 @@ uint64_t podFingerprint(const PodFacts& pod) {
     mix(c.template_name);
   }
   mix(pod.extended_resource_claim);
+  mix(std::to_string(pod.claim_gpus));
   return h;
 }
 

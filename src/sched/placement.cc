@@ -45,6 +45,7 @@ std::optional<int> pickSharedGpu(const NodeState& node, int64_t milli) {
 
 Misfit findMisfit(const NodeState& node, const GpuRequest& req) {
   const model::NodeInfo& info = node.info();
+  if (req.dra_only && info.dra_driver.empty()) return Misfit::kNeedsDra;
   if (info.gpu_count == 0) return Misfit::kNoGpus;
   if (!req.models.empty()) {
     if (info.gpu_product.empty()) return Misfit::kNoProductLabel;
@@ -55,6 +56,11 @@ Misfit findMisfit(const NodeState& node, const GpuRequest& req) {
     if (info.gpu_memory_mib * 1024 * 1024 < req.min_memory_bytes) return Misfit::kMemory;
   }
   if (req.gpus > info.gpu_count) return Misfit::kCount;
+  if (!info.dra_driver.empty()) {
+    // DRA chooses the devices: Troupe checks only what it can promise, the count.
+    if (req.shared()) return Misfit::kDraShared;
+    if (req.topology == TopologyMode::kNVLink && req.gpus > 1) return Misfit::kDraTopology;
+  }
   const model::GpuTopology& topo = node.topology();
   if (req.topology == TopologyMode::kNVLink && req.gpus > 1 &&
       std::popcount(topo.nvlinkDomains().front()) < req.gpus) {
@@ -110,6 +116,9 @@ const char* categoryOf(Misfit misfit) {
     case Misfit::kPodLimit: return "resources";
     case Misfit::kNoSharedGpu:
     case Misfit::kFewFreeGpus: return "busy";
+    case Misfit::kDraShared:
+    case Misfit::kDraTopology:
+    case Misfit::kNeedsDra: return "dra";
   }
   return "";
 }
@@ -141,7 +150,21 @@ std::string describeMisfit(Misfit misfit, const NodeState& node, const GpuReques
     case Misfit::kPodLimit: return "troupe: node is at its pod limit";
     case Misfit::kNoSharedGpu:
       return "troupe: no GPU has " + std::to_string(req.milli_per_gpu) + " milli-GPU free";
-    case Misfit::kFewFreeGpus: return "troupe: too few free GPUs for " + std::to_string(req.gpus);
+    case Misfit::kFewFreeGpus:
+      if (!node.info().dra_driver.empty()) {
+        return "troupe: DRA (" + node.info().dra_driver + ") chooses the devices on this node; Troupe " +
+               "counted too few free GPUs for " + std::to_string(req.gpus);
+      }
+      return "troupe: too few free GPUs for " + std::to_string(req.gpus);
+    case Misfit::kNeedsDra:
+      return "troupe: the pod asks for GPUs through ResourceClaims, and no GPU DRA driver serves this node";
+    case Misfit::kDraShared:
+      return "troupe: DRA (" + node.info().dra_driver +
+             ") serves whole GPUs on this node; a troupe.dev/gpu-milli share needs a device-plugin node";
+    case Misfit::kDraTopology:
+      return "troupe: DRA (" + node.info().dra_driver +
+             ") chooses the devices on this node, so troupe.dev/gpu-topology=nvlink cannot be honoured "
+             "there";
     case Misfit::kSplitDomains:
       return "troupe: free GPUs are split across NVLink domains (troupe.dev/gpu-topology=nvlink)";
   }
@@ -164,6 +187,10 @@ std::optional<Placement> placeOnNode(const NodeState& node, const GpuRequest& re
     return p;
   }
   if (req.gpus == 0) return p;
+  if (!node.info().dra_driver.empty()) {
+    p.dra_gpus = req.gpus;  // which ones is DRA's choice
+    return p;
+  }
   auto set = model::chooseWholeGpus(node.topology(), node.fullyFreeMask(), req.gpus,
                                     req.topology == TopologyMode::kNVLink);
   if (!set) return std::nullopt;

@@ -178,6 +178,16 @@ Result<GpuRequest> parseGpuRequest(const PodFacts& pod, const std::vector<std::s
     req.gpus = 1;
     req.milli_per_gpu = m;
   }
+  if (pod.claim_gpus < 0) {
+    return unavailable(
+        "a ResourceClaim the pod names is not known to Troupe yet (or not made from its "
+        "template yet); kube-scheduler tries again once it exists");
+  }
+  if (req.gpus == 0 && pod.claim_gpus > 0) {
+    // Only ResourceClaims ask for GPUs: a whole-GPU request that a DRA-served node must serve.
+    req.gpus = pod.claim_gpus;
+    req.dra_only = true;
+  }
 
   if (const std::string* models = annotationOrLabel(pod, kAnnotationGpuModel)) {
     req.models = splitList(*models, ',');

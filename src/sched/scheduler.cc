@@ -415,6 +415,7 @@ Result<model::Allocation> Scheduler::reserveLocked(const std::string& pod_uid, c
       if (scored.gpus.size() == 1 && scored.gpus[0] >= 0) p->gpus = scored.gpus;
     }
     a.gpus = p->gpus;
+    a.unknown_gpus = p->dra_gpus;
     a.milli_per_gpu = req.milli_per_gpu;
     a.topology_quality = p->topology_quality;
   }

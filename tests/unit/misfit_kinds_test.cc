@@ -11,7 +11,7 @@ namespace {
 using troupe::sched::Misfit;
 
 TEST_CASE("misfit kinds: the count is the enum's, and every kind is categorised", "[misfit]") {
-  static_assert(troupe::sched::kMisfitKinds == static_cast<size_t>(Misfit::kSplitDomains) + 1,
+  static_assert(troupe::sched::kMisfitKinds == static_cast<size_t>(Misfit::kNeedsDra) + 1,
                 "a new Misfit goes above kEnd");
   CHECK(std::string(troupe::sched::categoryOf(Misfit::kNone)).empty());
   CHECK(troupe::sched::fitOf(Misfit::kNone) == troupe::sched::Fit::kFits);
@@ -24,7 +24,7 @@ TEST_CASE("misfit kinds: the count is the enum's, and every kind is categorised"
     categories.insert(troupe::sched::categoryOf(misfit));
   }
   CHECK(categories ==
-        std::set<std::string>{"busy", "count", "memory", "model", "no-gpus", "resources", "topology"});
+        std::set<std::string>{"busy", "count", "dra", "memory", "model", "no-gpus", "resources", "topology"});
 }
 
 }  // namespace

@@ -24,6 +24,10 @@ inline constexpr const char* kAnnotationGpuTopology = "troupe.dev/gpu-topology";
 
 inline constexpr int64_t kMilliPerGpu = 1000;
 
+// The GPU DRA driver's name, and its devices' attribute and capacity Troupe reads (NVIDIA's
+// dra-driver-gpu publishes whole GPUs under these).
+inline constexpr const char* kDefaultDraGpuDriver = "gpu.nvidia.com";
+
 using StringMap = std::map<std::string, std::string>;
 
 // What a node is, independent of what runs on it.
@@ -41,6 +45,9 @@ struct NodeInfo {
   // Its domain at each configured network topology level (topology_levels.h), widest
   // first; "" where the node has no such label. Filled by whoever knows the levels.
   std::vector<std::string> topology_domains;
+  // Non-empty on a DRA-served node: that DRA driver (kube-scheduler's DynamicResources plugin)
+  // chooses which devices a pod gets; Troupe only counts them (every holding is "unknown").
+  std::string dra_driver;
 };
 
 // The raw facts an adapter found for a node (labels, annotations, allocatable quantities).
@@ -53,6 +60,13 @@ struct NodeFacts {
   std::string memory;
   std::string pods;
   bool unschedulable = false;
+  // What the ResourceSlices of a GPU DRA driver publish for this node (filled by the adapter
+  // that watches them; dra_driver "" = none). Used only when the node has no device-plugin
+  // nvidia.com/gpu, as kube-scheduler does: device-plugin GPUs win.
+  std::string dra_driver;
+  int dra_devices = 0;
+  std::string dra_product;     // the devices' productName attribute, "" if absent
+  int64_t dra_memory_mib = 0;  // their memory capacity, 0 if absent
 };
 
 // Built-in profiles, made once and shared by every node that uses them, so 10,000 nodes of
@@ -66,10 +80,11 @@ class TopologyCatalog {
   std::map<std::pair<std::string, int>, std::shared_ptr<const GpuTopology>> profiles_;
 };
 
-// Turns facts into a NodeInfo: GPU count from allocatable, else the gpu.count label; product
-// and memory from labels; topology from the troupe.dev/gpu-topology annotation, else the
-// troupe.dev/topology-profile label, else the profile matching the product. Errors name the
-// label or annotation at fault.
+// Turns facts into a NodeInfo: GPU count from allocatable, else from a DRA driver's devices
+// (the node is then DRA-served), else the gpu.count label; product and memory from labels (a
+// DRA node's device attributes win where present); topology from the troupe.dev/gpu-topology annotation, else
+// the troupe.dev/topology-profile label, else the profile matching the product. Errors name the label or
+// annotation at fault.
 Result<NodeInfo> nodeFromFacts(const NodeFacts& facts, TopologyCatalog& catalog);
 
 // One pod's hold on a node.

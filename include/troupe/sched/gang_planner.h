@@ -16,6 +16,8 @@ struct GangSlot {
   std::string node;
   std::vector<int> gpus;
   std::string member_uid;  // the pod steered here; empty until a member claims it
+  int dra_gpus = 0;        // on a DRA-served node: GPUs held whose indices DRA chooses
+  int gpuCount() const { return static_cast<int>(gpus.size()) + dra_gpus; }
 };
 
 struct GangPlanResult {

@@ -42,8 +42,11 @@ enum class Misfit : uint8_t {
   kNoSharedGpu,
   kFewFreeGpus,
   kSplitDomains,
-  kEnd,  // not a misfit: the number of kinds. New kinds go above it, and arrays indexed by
-         // Misfit (kMisfitKinds long) grow with them.
+  kDraShared,    // a GPU share on a DRA-served node (DRA hands out whole devices)
+  kDraTopology,  // an NVLink requirement on a DRA-served node (DRA chooses the devices)
+  kNeedsDra,     // GPUs asked through ResourceClaims, on a node no GPU DRA driver serves
+  kEnd,          // not a misfit: the number of kinds. New kinds go above it, and arrays indexed by
+                 // Misfit (kMisfitKinds long) grow with them.
 };
 inline constexpr size_t kMisfitKinds = static_cast<size_t>(Misfit::kEnd);
 
@@ -58,6 +61,9 @@ NodeCheck checkNode(const model::NodeState& node, const GpuRequest& req);
 
 struct Placement {
   std::vector<int> gpus;
+  // On a DRA-served node: the GPUs the pod will hold, which DRA (not Troupe) chooses; `gpus`
+  // is then empty and the holding is recorded as that many GPUs at unknown indices.
+  int dra_gpus = 0;
   double topology_quality = 1.0;  // 1 = as well connected as any k GPUs of this node can be
   bool best_possible = true;      // the set's bottleneck equals the node's best for k GPUs
   double bottleneck = 0.0;        // GB/s; 0 for single-GPU and shared placements

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -83,9 +84,15 @@ struct PodFacts {
   // status.extendedResourceClaimStatus.resourceClaimName: the claim kube-scheduler made for
   // an extended-resource request that a DRA driver serves (DRAExtendedResource).
   std::string extended_resource_claim;
+  // The GPUs its ResourceClaims ask of the GPU device classes, filled by an adapter that knows
+  // the claims (the core reads no API): 0 = none, -1 = a claim it names is not known yet.
+  int claim_gpus = 0;
 
   std::string key() const { return ns + "/" + name; }
 };
+
+// Fills PodFacts::claim_gpus from the ResourceClaims an adapter watches (docs/dra.md).
+using ClaimGpuLookup = std::function<int(const PodFacts&)>;
 
 enum class TopologyMode { kPreferred, kNVLink, kNone };
 const char* topologyModeName(TopologyMode mode);
@@ -100,6 +107,9 @@ struct GpuRequest {
   // A preferred level is never wider than a required one.
   int topology_required = -1;
   int topology_preferred = -1;
+  // The GPUs come from ResourceClaims only: a DRA-served node must serve them (a device plugin
+  // cannot serve a claim).
+  bool dra_only = false;
   int64_t cpu_milli = 0;  // the pod's requests, used where the model tracks them
   int64_t memory_bytes = 0;
 

@@ -179,9 +179,14 @@ ExtenderHandler::Routed ExtenderHandler::route(const std::string& method, const 
   }
 }
 
+void ExtenderHandler::fillClaimGpus(sched::PodFacts& pod) const {
+  if (claim_gpus_ && !pod.resource_claims.empty()) pod.claim_gpus = claim_gpus_(pod);
+}
+
 ExtenderHandler::VerbAnswer ExtenderHandler::filter(const std::string& body) {
   Result<ExtenderArgs> args = decodeExtenderArgs(body);
   if (!args.isOk()) return {badRequest(args.status().message()), Outcome::kBadRequest};
+  fillClaimGpus(args.value().pod);
   const sched::PodGroupInfo pod_group = sched::podGroupFor(args.value().pod, pod_groups_);
   sched::FilterResult result;
   if (args.value().node_cache_mode) {
@@ -205,6 +210,7 @@ ExtenderHandler::VerbAnswer ExtenderHandler::filter(const std::string& body) {
 ExtenderHandler::VerbAnswer ExtenderHandler::prioritize(const std::string& body) {
   Result<ExtenderArgs> args = decodeExtenderArgs(body);
   if (!args.isOk()) return {badRequest(args.status().message()), Outcome::kBadRequest};
+  fillClaimGpus(args.value().pod);
   // Learn mode only: otherwise the request's node facts are ignored (Scheduler::learnNodes).
   if (!args.value().node_cache_mode) (void)scheduler_.learnNodes(args.value().nodes, nullptr);
   return {ok(encodeHostPriorityList(
@@ -231,6 +237,8 @@ void ExtenderHandler::bind(const std::string& body, VerbReply reply) {
       }
       std::string gpus;
       for (int g : a.value().gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+      if (gpus.empty() && a.value().unknown_gpus > 0)
+        gpus = std::to_string(a.value().unknown_gpus) + " chosen by DRA";
       logger_.info("bound", {{"pod", pod}, {"node", b.node}, {"gpus", gpus}, {"gang", a.value().gang}});
       metrics_.observePlacement(a.value().topology_quality, a.value().topology_quality >= 1.0 - 1e-9);
       reply({ok(encodeBindingResult("")), Outcome::kOk});

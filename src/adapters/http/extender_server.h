@@ -82,6 +82,9 @@ class ExtenderHandler {
   // Reads the PodGroup a pod's gang is named by, before the pod is filtered (the core never
   // waits on the API). Set before serving; what it calls must outlive every request.
   void setPodGroups(sched::PodGroupLookup lookup) { pod_groups_ = std::move(lookup); }
+  // Counts the GPUs a pod asks through ResourceClaims (a DRA-served node then serves them),
+  // before the pod is filtered or scored. Set before serving, like setPodGroups.
+  void setClaimGpus(sched::ClaimGpuLookup lookup) { claim_gpus_ = std::move(lookup); }
   // Readiness is decided by whoever owns the model (e.g. a cluster watch after its first sync).
   void setReady(bool ready) { ready_.store(ready); }
   bool ready() const { return ready_.load(); }
@@ -119,6 +122,9 @@ class ExtenderHandler {
   std::atomic<uint64_t> record_seq_{0};
   sched::PodBinder* binder_ = nullptr;
   sched::PodGroupLookup pod_groups_;  // unset: PodGroups are not read (no Kubernetes API)
+  sched::ClaimGpuLookup claim_gpus_;  // unset: ResourceClaims are not read
+  // The pod's claim_gpus from claim_gpus_, for a pod that names ResourceClaims.
+  void fillClaimGpus(sched::PodFacts& pod) const;
 };
 
 // What a listener bounds, per connection and in all. Every limit answers with a status and a

@@ -14,7 +14,12 @@ std::string podPath(const std::string& ns, const std::string& name) {
 
 std::string assignmentMessage(const model::Allocation& a) {
   std::string m;
-  if (a.gpus.size() == 1 && a.milli_per_gpu < model::kMilliPerGpu) {
+  if (a.gpus.empty() && a.unknown_gpus > 0) {
+    // A DRA-served node: kube-scheduler's DynamicResources plugin picked the devices already.
+    m = "DRA chooses the devices on node " + a.node + "; Troupe checked that " +
+        std::to_string(a.unknown_gpus) + " GPU" + (a.unknown_gpus == 1 ? " is" : "s are") +
+        " free there and counts them as held";
+  } else if (a.gpus.size() == 1 && a.milli_per_gpu < model::kMilliPerGpu) {
     m = "Troupe assigned a " + std::to_string(a.milli_per_gpu) + "/1000 share of GPU " + formatGpus(a.gpus) +
         " on node " + a.node + " (shared GPUs are packed before whole ones are opened)";
   } else {

@@ -20,6 +20,11 @@
 //   - a bound gang member is recorded as a member of its gang (troupe.dev/gang or the other
 //     gang keys), so after a restart the gang's bound members count towards its minimum and
 //     only the unbound ones are planned again.
+//   - DRA (docs/dra.md): ResourceSlices of the GPU drivers make a node without device-plugin
+//     GPUs DRA-served (its GPU count, product and memory come from the slices); there every
+//     holding is a count whose devices DRA chose, kept by the DraLedger from allocated
+//     ResourceClaims (attributed to the pods in reservedFor) and, until a pod's claim is seen,
+//     the pod's own request (provisional). Such pods never go through the per-index path.
 // Applying the same state twice is a no-op, so the watch's echo of Troupe's own binding, a
 // relist and a binder's confirmation never double-count.
 //
@@ -35,27 +40,50 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "adapters/common/logger.h"
+#include "adapters/kube/dra_ledger.h"
 #include "adapters/kube/kube_objects.h"
 #include "adapters/kube/watch_handler.h"
 #include "troupe/sched/scheduler.h"
 
 namespace troupe::kube {
 
+// Which drivers and device classes are GPUs to the DRA accounting.
+struct DraOptions {
+  std::vector<std::string> gpu_drivers{model::kDefaultDraGpuDriver};
+  std::vector<std::string> gpu_device_classes{model::kDefaultDraGpuDriver};
+};
+
 class ClusterSync {
  public:
-  ClusterSync(sched::Scheduler& scheduler, adapters::Logger& logger);
+  ClusterSync(sched::Scheduler& scheduler, adapters::Logger& logger, DraOptions dra = {});
   ClusterSync(const ClusterSync&) = delete;
   ClusterSync& operator=(const ClusterSync&) = delete;
 
   WatchHandler& nodeHandler() { return node_handler_; }
   WatchHandler& podHandler() { return pod_handler_; }
+  WatchHandler& sliceHandler() { return slice_handler_; }
+  WatchHandler& claimHandler() { return claim_handler_; }
+  const DraOptions& draOptions() const { return dra_options_; }
+
+  // DRA objects as the API shows them now (also for tests).
+  void applySlice(const std::string& name, const DraSliceFacts& slice);
+  void deleteSlice(const std::string& name);
+  void applyClaim(const DraClaimFacts& claim);
+  void deleteClaim(const std::string& uid);
+  // The GPUs the pod's ResourceClaims ask of the GPU device classes, from the claims watched;
+  // -1 when a claim it names is not known (yet).
+  int claimGpus(const sched::PodFacts& pod) const;
+  // Whether DRA chooses the devices on the node.
+  bool draServed(const std::string& node) const;
 
   // A pod as the API shows it now (listed, added, modified, or read back by the binder).
   void applyPod(const PodView& pod);
@@ -90,6 +118,9 @@ class ClusterSync {
     size_t unknown_pods = 0;  // of which with unknown indices
     size_t orphan_pods = 0;   // of which on nodes Troupe does not know (yet)
     uint64_t conflicts = 0;   // annotations that could not be honoured
+    size_t dra_nodes = 0;     // nodes DRA serves
+    size_t dra_holders = 0;   // pods (or unreserved claims) holding GPUs there
+    int dra_gpus_held = 0;    // GPUs they hold
   };
   Stats stats() const;
 
@@ -101,7 +132,8 @@ class ClusterSync {
     uint64_t mask = 0;        // GPU indices when known
     int32_t milli = 1000;     // per GPU
     int16_t unknown = 0;      // GPUs whose indices are unknown
-    bool recorded = false;    // in the core (false: its node is unknown)
+    bool recorded = false;    // in the core (false: its node is unknown, or DRA serves it)
+    bool dra = false;         // on a DRA-served node: the DRA ledger records it
     uint32_t generation = 0;  // the pod list that last saw it
   };
   struct PendingRecord {
@@ -111,7 +143,10 @@ class ClusterSync {
   struct NodeRecord {
     uint64_t digest = 0;
     uint32_t generation = 0;
-    bool valid = false;  // the core accepted its facts
+    bool valid = false;      // the core accepted its facts
+    bool dra = false;        // DRA serves its GPUs
+    model::NodeFacts facts;  // as the watch showed them, without the DRA facts (kept to re-apply
+                             // the node when its slices change)
   };
 
   using Feed = MemberFeed<ClusterSync>;
@@ -128,6 +163,21 @@ class ClusterSync {
   void applyNodeLocked(const model::NodeFacts& facts);
   void unrecordNodeLocked(const std::string& node);
   void maybeSynced();
+  // DRA: the slice and claim watches, and the holdings the ledger wants recorded in the core.
+  void beginSliceList();
+  void endSliceList();
+  void sliceEvent(WatchEventType type, const Json& object);
+  void beginClaimList();
+  void endClaimList();
+  void claimEvent(WatchEventType type, const Json& object);
+  bool draNodeLocked(const std::string& node) const;
+  // Re-applies the nodes whose slices changed, moving their pods between the two paths.
+  void refreshDraNodesLocked(const std::set<std::string>& nodes);
+  // Records what the ledger says DRA-served nodes hold (only what changed).
+  void syncDraLocked();
+  // The node's DRA-ness changed (or it arrived DRA-served): its GPU pods change path.
+  void moveDraPodsLocked(const std::string& node, bool to_dra);
+  void notePodForDraLocked(const PodView& pod);
   // The pod in its queue's accounting (pending or holding GPUs); caller holds mu_.
   void noteQueuedLocked(const PodView& pod);
 
@@ -135,12 +185,27 @@ class ClusterSync {
   adapters::Logger& logger_;
   Feed node_handler_{*this, &ClusterSync::beginNodeList, &ClusterSync::endNodeList, &ClusterSync::nodeEvent};
   Feed pod_handler_{*this, &ClusterSync::beginPodList, &ClusterSync::endPodList, &ClusterSync::podEvent};
+  Feed slice_handler_{*this, &ClusterSync::beginSliceList, &ClusterSync::endSliceList,
+                      &ClusterSync::sliceEvent};
+  Feed claim_handler_{*this, &ClusterSync::beginClaimList, &ClusterSync::endClaimList,
+                      &ClusterSync::claimEvent};
+  const DraOptions dra_options_;
 
   mutable std::mutex mu_;                                              // guards everything below
   std::unordered_map<std::string, PodRecord> pods_;                    // uid -> bound GPU pod
   std::unordered_map<std::string, PendingRecord> pending_;             // uid -> unbound GPU pod
   std::unordered_map<std::string, std::vector<std::string>> orphans_;  // node -> pod uids waiting for it
   std::unordered_map<std::string, NodeRecord> nodes_;
+  DraLedger dra_;
+  struct DraApplied {
+    std::string node;
+    int gpus = 0;
+  };
+  std::map<std::string, DraApplied> dra_applied_;         // holder -> what the core holds for it
+  std::set<std::string> dra_refused_;                     // holders the core refused (logged once)
+  std::unordered_map<std::string, uint32_t> claim_pods_;  // uid -> generation: pods with claims
+  bool slices_listing_ = false;  // a list is under way: the ledger is partial, nothing is synced
+  bool claims_listing_ = false;
   uint32_t pod_generation_ = 0;
   uint32_t node_generation_ = 0;
   uint64_t conflicts_ = 0;

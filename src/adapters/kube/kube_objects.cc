@@ -13,7 +13,7 @@ namespace {
 
 // Members scheduling never reads. Skipped wherever they appear, except as keys of labels and
 // annotations.
-constexpr std::array<std::string_view, 38> kSkipped = {"managedFields",
+constexpr std::array<std::string_view, 37> kSkipped = {"managedFields",
                                                        "ownerReferences",
                                                        "finalizers",
                                                        "volumes",
@@ -36,7 +36,6 @@ constexpr std::array<std::string_view, 38> kSkipped = {"managedFields",
                                                        "dnsConfig",
                                                        "hostAliases",
                                                        "ephemeralContainers",
-                                                       "resourceClaims",
                                                        "conditions",
                                                        "containerStatuses",
                                                        "initContainerStatuses",

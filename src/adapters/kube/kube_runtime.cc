@@ -1,6 +1,9 @@
 #include "adapters/kube/kube_runtime.h"
 
 #include <algorithm>
+#include <tuple>
+
+#include "adapters/kube/dra_objects.h"
 
 namespace troupe::kube {
 
@@ -34,7 +37,7 @@ KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, adapte
       logger_(logger),
       options_(withInternalErrors(std::move(options))),
       seed_rng_(std::random_device{}()),
-      sync_(scheduler, logger),
+      sync_(scheduler, logger, options_.dra),
       queue_sync_(podsAgainOnChange(QueueSink::of(scheduler), pod_watcher_), logger,
                   options_.queues.default_queue),
       events_(api_, logger, options_.events),
@@ -109,6 +112,27 @@ void KubeRuntime::start(std::function<void()> on_ready) {
     while (!sync_.nodesSynced() && !stop_.stopped()) stop_.sleepFor(std::chrono::milliseconds(20));
     pod_watcher_->run(stop_);
   });
+
+  // DRA (docs/dra.md): which nodes a GPU DRA driver serves, and the devices claims took there.
+  // Without the resource.k8s.io/v1 API (a cluster before 1.34, or DRA turned off) the watches
+  // log once and keep retrying; every node is then a device-plugin node.
+  const char* dra_missing =
+      "the resource.k8s.io/v1 API is not served (Kubernetes before 1.34, or DRA off): DRA support is off "
+      "and every node counts its device-plugin nvidia.com/gpu; nothing to do unless you use DRA";
+  for (auto [name, path, handler] :
+       {std::tuple{"resourceslices", kResourceSlicesPath, &sync_.sliceHandler()},
+        std::tuple{"resourceclaims", kResourceClaimsPath, &sync_.claimHandler()}}) {
+    WatchConfig dra;
+    dra.name = name;
+    dra.path = path;
+    dra.page_size = options_.page_size;
+    dra.timeout_seconds = options_.watch_timeout_seconds;
+    dra.missing_hint = dra_missing;
+    threads_.emplace_back([this, dra, handler, uniform = makeUniform()] {
+      Watcher w(api_, dra, *handler, logger_, uniform, metrics_, options_.internal_errors);
+      w.run(stop_);
+    });
+  }
 
   WatchConfig queues;
   queues.name = "queues";

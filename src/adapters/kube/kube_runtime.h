@@ -51,6 +51,7 @@ struct KubeOptions {
   PodGroupOptions pod_groups;
   EventOptions events;
   QueueOptions queues;
+  DraOptions dra;                   // which DRA drivers and device classes are GPUs
   int watch_timeout_seconds = 300;  // sent as timeoutSeconds (+0-25%): the server ends each watch
   int page_size = 500;
   std::chrono::milliseconds reconcile_every{2000};
