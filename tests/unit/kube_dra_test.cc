@@ -29,7 +29,8 @@ const char* kDriver = "gpu.nvidia.com";
 
 // A node without device-plugin GPUs (DRA serves them).
 json draNodeJson(const std::string& name) {
-  return {{"metadata", {{"name", name}, {"resourceVersion", "1"}, {"labels", {{"kubernetes.io/hostname", name}}}}},
+  return {{"metadata",
+           {{"name", name}, {"resourceVersion", "1"}, {"labels", {{"kubernetes.io/hostname", name}}}}},
           {"spec", json::object()},
           {"status", {{"allocatable", {{"cpu", "64"}}}, {"capacity", {{"cpu", "64"}}}}}};
 }
@@ -62,10 +63,12 @@ json claimJson(const std::string& name, int count, const std::string& node, cons
   if (!devices.empty()) {
     json results = json::array();
     for (int d : devices)
-      results.push_back({{"request", "gpu"}, {"driver", kDriver}, {"pool", node}, {"device", "gpu-" + std::to_string(d)}});
+      results.push_back(
+          {{"request", "gpu"}, {"driver", kDriver}, {"pool", node}, {"device", "gpu-" + std::to_string(d)}});
     claim["status"]["allocation"] = {{"devices", {{"results", results}}}};
     json reserved = json::array();
-    for (const std::string& uid : reserved_for) reserved.push_back({{"resource", "pods"}, {"name", uid}, {"uid", uid}});
+    for (const std::string& uid : reserved_for)
+      reserved.push_back({{"resource", "pods"}, {"name", uid}, {"uid", uid}});
     if (!reserved.empty()) claim["status"]["reservedFor"] = reserved;
   }
   return claim;
@@ -73,9 +76,15 @@ json claimJson(const std::string& name, int count, const std::string& node, cons
 
 struct World : troupe::kube::testing::SyncWorld {
   void node(const json& n) { sync.nodeHandler().event(WatchEventType::kAdded, toKube(n)); }
-  void slice(const json& s, WatchEventType t = WatchEventType::kAdded) { sync.sliceHandler().event(t, toKube(s)); }
-  void claim(const json& c, WatchEventType t = WatchEventType::kModified) { sync.claimHandler().event(t, toKube(c)); }
-  void pod(const json& p, WatchEventType t = WatchEventType::kModified) { sync.podHandler().event(t, toKube(p)); }
+  void slice(const json& s, WatchEventType t = WatchEventType::kAdded) {
+    sync.sliceHandler().event(t, toKube(s));
+  }
+  void claim(const json& c, WatchEventType t = WatchEventType::kModified) {
+    sync.claimHandler().event(t, toKube(c));
+  }
+  void pod(const json& p, WatchEventType t = WatchEventType::kModified) {
+    sync.podHandler().event(t, toKube(p));
+  }
   // GPUs the core counts as used on the node, and how many it has.
   std::pair<int, int> usage(const std::string& node) {
     for (const auto& row : scheduler.summary().by_node) {
@@ -117,12 +126,18 @@ TEST_CASE("dra objects: slices, claims and requests decode", "[kube][dra]") {
   CHECK(claim.value().allocated[1].device == "gpu-3");
   CHECK(claim.value().reserved_for == std::vector<std::string>{"p1"});
   // Another class asks for no GPUs; firstAvailable counts its first alternative; All counts 1.
-  CHECK(troupe::kube::decodeResourceClaim(toKube(claimJson("c", 2, "n1", {}, {})), {"other"}).value().requested_gpus == 0);
-  json spec = {{"devices",
-                {{"requests", json::array({{{"name", "a"},
-                                            {"firstAvailable", json::array({{{"name", "big"}, {"deviceClassName", kDriver}, {"count", 4}},
-                                                                            {{"name", "small"}, {"deviceClassName", kDriver}, {"count", 1}}})}},
-                                           {{"name", "b"}, {"exactly", {{"deviceClassName", kDriver}, {"allocationMode", "All"}}}}})}}}};
+  CHECK(troupe::kube::decodeResourceClaim(toKube(claimJson("c", 2, "n1", {}, {})), {"other"})
+            .value()
+            .requested_gpus == 0);
+  json spec = {
+      {"devices",
+       {{"requests",
+         json::array(
+             {{{"name", "a"},
+               {"firstAvailable",
+                json::array({{{"name", "big"}, {"deviceClassName", kDriver}, {"count", 4}},
+                             {{"name", "small"}, {"deviceClassName", kDriver}, {"count", 1}}})}},
+              {{"name", "b"}, {"exactly", {{"deviceClassName", kDriver}, {"allocationMode", "All"}}}}})}}}};
   CHECK(troupe::kube::requestedGpusOf(toKube(spec), {kDriver}) == 5);
 }
 
@@ -289,7 +304,8 @@ TEST_CASE("dra: randomized claims and pods, in any order, with duplicates: each 
     };
     auto claimEvent = [&](int i) {
       const Pod& p = pods[i];
-      json c = claimJson(podName(i) + "-gpu", p.gpus, "d" + std::to_string(p.node), p.devices, {"uid-" + podName(i)});
+      json c = claimJson(podName(i) + "-gpu", p.gpus, "d" + std::to_string(p.node), p.devices,
+                         {"uid-" + podName(i)});
       w.claim(c, p.claim_deleted ? WatchEventType::kDeleted : WatchEventType::kModified);
     };
     int next = 0;

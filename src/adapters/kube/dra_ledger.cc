@@ -10,7 +10,8 @@ bool DraLedger::isGpuDriver(const std::string& driver) const {
   return std::find(drivers_.begin(), drivers_.end(), driver) != drivers_.end();
 }
 
-std::string DraLedger::deviceKey(const std::string& driver, const std::string& pool, const std::string& device) {
+std::string DraLedger::deviceKey(const std::string& driver, const std::string& pool,
+                                 const std::string& device) {
   return driver + "/" + pool + "/" + device;
 }
 

@@ -30,8 +30,8 @@ namespace troupe::kube {
 
 struct DraDevice {
   std::string name;
-  std::string product;      // attribute productName, "" if absent
-  int64_t memory_mib = 0;   // capacity memory, 0 if absent
+  std::string product;     // attribute productName, "" if absent
+  int64_t memory_mib = 0;  // capacity memory, 0 if absent
 };
 
 struct DraSliceFacts {
@@ -57,7 +57,7 @@ struct DraPod {
   std::string node;  // spec.nodeName ("" = not bound: holds nothing provisionally)
   std::string key;   // namespace/name
   std::string gang;
-  int gpus = 0;      // its nvidia.com/gpu request (0 for a claim-only pod)
+  int gpus = 0;                     // its nvidia.com/gpu request (0 for a claim-only pod)
   std::vector<std::string> claims;  // names of the ResourceClaims its spec and status name
 };
 
@@ -100,7 +100,7 @@ class DraLedger {
   struct Holding {
     std::string node;
     int gpus = 0;
-    std::string key;   // pod namespace/name (or the claim's) for messages
+    std::string key;  // pod namespace/name (or the claim's) for messages
     std::string gang;
     bool provisional = false;
   };

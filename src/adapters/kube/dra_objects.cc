@@ -36,7 +36,8 @@ Result<std::pair<std::string, DraSliceFacts>> decodeResourceSlice(const Json& sl
   DraSliceFacts out;
   out.driver = textOf(field(*spec, "driver"));
   out.node = textOf(field(*spec, "nodeName"));
-  if (const Json* pool = field(*spec, "pool"); pool && pool->is_object()) out.pool = textOf(field(*pool, "name"));
+  if (const Json* pool = field(*spec, "pool"); pool && pool->is_object())
+    out.pool = textOf(field(*pool, "name"));
   const Json* devices = field(*spec, "devices");
   if (devices && !devices->is_null() && !devices->is_array())
     return invalidArgument("ResourceSlice " + name + ": spec.devices must be an array");
@@ -69,7 +70,8 @@ int requestedGpusOf(const Json& claim_spec, const std::vector<std::string>& gpu_
   for (const Json& r : *requests) {
     if (const Json* exactly = field(r, "exactly"); exactly && exactly->is_object()) {
       gpus += gpusOfRequest(*exactly, gpu_classes);
-    } else if (const Json* first = field(r, "firstAvailable"); first && first->is_array() && !first->empty()) {
+    } else if (const Json* first = field(r, "firstAvailable");
+               first && first->is_array() && !first->empty()) {
       gpus += gpusOfRequest(first->front(), gpu_classes);
     }
   }
