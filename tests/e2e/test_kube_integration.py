@@ -461,6 +461,7 @@ def test_rbac_is_enough_in_cluster_with_token_rotation(api, kube, namespace, e2e
                  ("create", "pods", "--subresource=binding"), ("create", "events"),
                  ("watch", "queues.troupe.dev"), ("patch", "queues.troupe.dev", "--subresource=status"),
                  ("watch", "namespaces"), ("create", "pods", "--subresource=eviction"),
+                 ("watch", "resourceslices.resource.k8s.io"), ("watch", "resourceclaims.resource.k8s.io"),
                  ("get", "leases.coordination.k8s.io/troupe-scheduler", "-n", "kube-system")]:
         assert can(*args) == "yes", f"{sa} may not {' '.join(args)}"
     # No pod writes: the GPU annotation travels on the Binding; reclaim evicts (PodDisruptionBudgets
@@ -521,7 +522,8 @@ def test_rbac_is_enough_in_cluster_with_token_rotation(api, kube, namespace, e2e
 
 def test_shared_gpu_pods_reach_troupe_through_the_gpu_milli_resource(api, namespace, scheduler_name, troupe_url):
     """A share asked as the resource troupe.dev/gpu-milli (no nvidia.com/gpu) is routed to Troupe
-    by managedResources (ignoredByScheduler: true: no node advertises it) and bound by it."""
+    (every pod of the profile does; kube-scheduler's fit filter ignores the resource, which no node
+    advertises) and bound by it."""
     node = "a10-3"  # 4 GPUs
     pin = {"kubernetes.io/hostname": node}
     for name, milli in (("share-a", "300"), ("share-b", "500")):
