@@ -162,6 +162,26 @@ TEST_CASE("dra: slices make a node DRA-served with their count, product and memo
   CHECK_FALSE(w.sync.draServed("d1"));
 }
 
+TEST_CASE("dra: bad slices and claims are refused with a reason, never a crash", "[kube][dra]") {
+  World w;
+  w.node(draNodeJson("big"));
+  w.slice(sliceJson("big", 65));  // more GPUs than a node model holds
+  CHECK_FALSE(w.sync.draServed("big"));
+  CHECK(w.log.str().find("Troupe handles at most 64 per node") != std::string::npos);
+  w.slice(sliceJson("big", 8));  // fixed: the node is back with its GPUs
+  CHECK(w.sync.draServed("big"));
+  CHECK(w.usage("big") == std::pair{0, 8});
+  // Objects without the fields Troupe needs are skipped with a warning naming them.
+  w.sync.sliceHandler().event(WatchEventType::kAdded, toKube(json{{"metadata", {{"name", "s"}}}}));
+  w.sync.claimHandler().event(WatchEventType::kAdded, toKube(json{{"metadata", {{"name", "c"}}}}));
+  CHECK(w.log.str().find("ResourceSlice skipped") != std::string::npos);
+  CHECK(w.log.str().find("ResourceClaim skipped") != std::string::npos);
+  // A claim whose devices no slice publishes counts nowhere.
+  w.claim(claimJson("ghost", 1, "elsewhere", {0}, {"uid-ghost"}));
+  CHECK(w.usage("big").first == 0);
+  CHECK(w.sync.stats().orphan_pods == 0);
+}
+
 TEST_CASE("dra: a pod counts provisionally until its claim, which replaces the count", "[kube][dra]") {
   World w;
   w.node(draNodeJson("d1"));

@@ -94,7 +94,7 @@ ClusterSync::Stats ClusterSync::stats() const {
   s.gpu_pods = pods_.size();
   for (const auto& [uid, rec] : pods_) {
     if (rec.unknown > 0) ++s.unknown_pods;
-    if (!rec.recorded) ++s.orphan_pods;
+    if (!rec.recorded && !rec.dra) ++s.orphan_pods;  // a DRA pod is recorded by the ledger
   }
   s.conflicts = conflicts_;
   for (const auto& [name, rec] : nodes_) s.dra_nodes += rec.dra ? 1 : 0;
