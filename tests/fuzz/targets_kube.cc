@@ -1,5 +1,7 @@
 // Fuzz targets of what Troupe reads from the Kubernetes side: API server JSON (list pages and
-// watch events of pods and nodes, as the watch threads decode them) and kubeconfig files.
+// watch events of pods, nodes, ResourceSlices and ResourceClaims, as the watch threads decode them) and
+// kubeconfig files.
+#include "adapters/kube/dra_objects.h"
 #include "adapters/kube/kube_config.h"
 #include "adapters/kube/kube_objects.h"
 #include "fuzz_support.h"
@@ -19,6 +21,14 @@ void applyObject(sched::Scheduler& s, const kube::Json& object) {
                "a pod counted as " + std::to_string(v.gpus) + " GPUs");
     for (int g : v.assigned)
       FUZZ_CHECK(g >= 0 && g < 64, "kube_objects", "an assigned GPU index out of range");
+  }
+  // The DRA watches' objects (docs/dra.md): decoded or refused, never a throw.
+  (void)kube::decodeResourceSlice(object);
+  if (Result<kube::DraClaimFacts> claim = kube::decodeResourceClaim(object, {"gpu.nvidia.com"});
+      claim.isOk()) {
+    const int gpus = claim.value().requested_gpus;
+    FUZZ_CHECK(gpus >= 0 && gpus <= 64, "kube_objects",
+               "a claim counted as " + std::to_string(gpus) + " GPUs");
   }
 }
 
