@@ -136,6 +136,23 @@ for d in yaml.safe_load_all(open(sys.argv[1])):
         break
 assert q == {"default": "default", "minRuntime": "5m", "reclaim": True, "reclaimTimeout": "2m", "definitions": []}, q
 PY
+# topology: the preset alone by default; a preset set by --set; explicit levels (ci file) kept.
+"$HELM" template troupe "$CHART" --namespace $NS --set troupe.topology.preset=nvidia-topograph \
+  >"$WORK/topograph.yaml"
+python3 - "$WORK/default.yaml" "$WORK/topograph.yaml" "$WORK/binpack-values.yaml" <<'PY' || fail "topology config (above)"
+import sys, yaml
+def topology(path):
+    for d in yaml.safe_load_all(open(path)):
+        if d and d["kind"] == "ConfigMap" and "config.yaml" in d.get("data", {}):
+            return yaml.safe_load(d["data"]["config.yaml"])["topology"]
+assert topology(sys.argv[1]) == {"preset": "default"}, topology(sys.argv[1])
+assert topology(sys.argv[2]) == {"preset": "nvidia-topograph"}, topology(sys.argv[2])
+assert topology(sys.argv[3]) == {"preset": "default", "levels": ["example.com/hall", "troupe.dev/rack"]}, \
+    topology(sys.argv[3])
+PY
+if "$HELM" template troupe "$CHART" --set troupe.topology.preset=nvl72 >/dev/null 2>&1; then
+  fail "the schema accepts an unknown topology preset"
+fi
 grep -q 'httpTimeout: 330s' "$WORK/default.yaml" || fail "default httpTimeout is not gangTimeoutSeconds+margin (330s)"
 grep -q 'bindVerb: bind' "$WORK/default.yaml" || fail "default render lacks bindVerb"
 grep -q 'bindVerb: bind' "$WORK/binpack-values.yaml" && fail "kubernetesApi=false still renders bindVerb"

@@ -52,7 +52,7 @@ Flags:
                        (kube-scheduler: tlsConfig certFile/keyFile); without a certificate
                        the TLS handshake fails. --metrics-listen stays plain HTTP.
   --config FILE        YAML: listen, maxBodyBytes, logLevel, policy {name, weights},
-                       filter {narrowTo}, topology {levels}, gang {timeout, maxTimeout,
+                       filter {narrowTo}, topology {preset, levels}, gang {timeout, maxTimeout,
                        maxGangs}, metrics {perNodeSeries, perNodeSeriesOffAt},
                        schedulerNames, learnedNodes {maxNodes, ttlSeconds},
                        limits {maxHeaderBytes, maxBodyBytesInFlight, maxConnections,

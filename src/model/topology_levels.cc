@@ -46,11 +46,27 @@ std::string_view levelShortName(std::string_view key) {
   return slash == std::string_view::npos ? key : key.substr(slash + 1);
 }
 
+std::string_view levelAlias(std::string_view key) {
+  return key == kGpuCliqueLabel || key == kTopographAcceleratorLabel ? kNVLinkDomainAlias
+                                                                     : std::string_view();
+}
+
+std::string levelDisplayName(std::string_view key) {
+  std::string_view alias = levelAlias(key);
+  return std::string(alias.empty() ? levelShortName(key) : alias);
+}
+
 int findTopologyLevel(const std::vector<std::string>& levels, std::string_view name) {
   std::string_view wanted = trim(name);
   for (size_t i = 0; i < levels.size(); ++i) {
-    if (levels[i] == wanted || equalsIgnoreCase(levelShortName(levels[i]), wanted))
-      return static_cast<int>(i);
+    if (levels[i] == wanted) return static_cast<int>(i);
+  }
+  for (size_t i = 0; i < levels.size(); ++i) {
+    if (equalsIgnoreCase(levelShortName(levels[i]), wanted)) return static_cast<int>(i);
+  }
+  for (size_t i = 0; i < levels.size(); ++i) {
+    std::string_view alias = levelAlias(levels[i]);
+    if (!alias.empty() && equalsIgnoreCase(alias, wanted)) return static_cast<int>(i);
   }
   return -1;
 }
@@ -58,7 +74,7 @@ int findTopologyLevel(const std::vector<std::string>& levels, std::string_view n
 std::string describeTopologyLevels(const std::vector<std::string>& levels) {
   std::string out;
   for (const std::string& key : levels) {
-    out += (out.empty() ? "" : ", ") + std::string(levelShortName(key)) + " (" + key + ")";
+    out += (out.empty() ? "" : ", ") + levelDisplayName(key) + " (" + key + ")";
   }
   return out;
 }
@@ -80,6 +96,20 @@ std::vector<std::string> validateTopologyLevels(const std::vector<std::string>& 
         errors.push_back(where + " has the short name \"" + std::string(levelShortName(levels[i])) +
                          "\" of levels[" + std::to_string(j) + "] \"" + levels[j] +
                          "\"; pods name levels by it, so it must be unique");
+      }
+      if (levels[j] == levels[i]) continue;
+      const std::string_view alias_i = levelAlias(levels[i]);
+      const std::string_view alias_j = levelAlias(levels[j]);
+      if (!alias_i.empty() && alias_i == alias_j) {
+        errors.push_back(where + " and levels[" + std::to_string(j) + "] \"" + levels[j] +
+                         "\" are both the " + std::string(alias_i) +
+                         " level; pods name it by that alias, so keep one of them");
+      } else if ((!alias_j.empty() && equalsIgnoreCase(levelShortName(levels[i]), alias_j)) ||
+                 (!alias_i.empty() && equalsIgnoreCase(levelShortName(levels[j]), alias_i))) {
+        const size_t plain = alias_j.empty() ? j : i;
+        errors.push_back(where + " and levels[" + std::to_string(j) + "] \"" + levels[j] +
+                         "\" both answer to \"" + std::string(levelShortName(levels[plain])) +
+                         "\" (a short name and an alias); pods name levels by it, so it must be unique");
       }
     }
   }

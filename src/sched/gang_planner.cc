@@ -153,8 +153,9 @@ void packOrder(const std::vector<const NodeFit*>& fits, size_t level, size_t lev
   }
 }
 
+// What reasons call the level: its alias (nvlink-domain) or its short name.
 std::string levelName(const std::vector<std::string>& levels, int level) {
-  return std::string(model::levelShortName(levels[static_cast<size_t>(level)]));
+  return model::levelDisplayName(levels[static_cast<size_t>(level)]);
 }
 
 }  // namespace
@@ -171,6 +172,8 @@ GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const
   fits.reserve(nodes.size());
   int64_t capacity_members = 0;                         // on empty matching nodes: can it ever fit?
   std::map<std::string_view, int64_t> domain_capacity;  // the same per domain of the required level
+  std::map<std::string_view, int64_t> domain_gpus;      // and their GPUs, used or not
+  std::map<std::string_view, int64_t> domain_free;      // and their whole free GPUs now
   for (const model::NodeState* n : nodes) {
     if (n->info().unschedulable) continue;
     if (fitOf(findMisfit(*n, req)) == Fit::kNever) continue;
@@ -179,8 +182,11 @@ GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const
         req.shared() ? static_cast<int64_t>(n->gpuCount()) * (1000 / req.milli_per_gpu) : per_node;
     capacity_members += capacity;
     if (required >= 0) {
-      if (std::string_view d = domainAt(*n, static_cast<size_t>(required)); !d.empty())
+      if (std::string_view d = domainAt(*n, static_cast<size_t>(required)); !d.empty()) {
         domain_capacity[d] += capacity;
+        domain_gpus[d] += n->gpuCount();
+        domain_free[d] += n->wholeFreeCount();
+      }
     }
     NodeFit f = fitMembers(*n, req, members);
     if (!f.sets.empty()) fits.push_back(std::move(f));
@@ -194,7 +200,13 @@ GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const
   }
   if (required >= 0) {
     int64_t largest = 0;
-    for (const auto& [domain, capacity] : domain_capacity) largest = std::max(largest, capacity);
+    std::string_view largest_domain;
+    for (const auto& [domain, capacity] : domain_capacity) {
+      if (capacity > largest) {
+        largest = capacity;
+        largest_domain = domain;
+      }
+    }
     if (largest < members) {
       const std::string level = levelName(levels, required);
       out.never_fits = true;
@@ -204,7 +216,9 @@ GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const
           level + "), but " +
           (domain_capacity.empty()
                ? "no node that matches its request has the label " + levels[static_cast<size_t>(required)]
-               : "the largest " + level + " can hold only " + std::to_string(largest) + " even when empty");
+               : "the largest " + level + " can hold only " + std::to_string(largest) + " even when empty (" +
+                     std::string(largest_domain) + ": " + std::to_string(domain_gpus[largest_domain]) +
+                     " matching GPUs)");
       return out;
     }
   }
@@ -240,7 +254,8 @@ GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const
     out.reason = "troupe: gang " + gang_key + " waits for capacity in one " + level + " (" +
                  kAnnotationTopologyRequired + "=" + level + "): " +
                  (best ? "the best " + level + ", " + best->name + ", holds " + std::to_string(have) +
-                             " of " + std::to_string(members) + " members now"
+                             " of " + std::to_string(members) + " members now (" +
+                             std::to_string(domain_free[best->name]) + " GPUs free)"
                        : "no " + level + " has room for a member now") +
                  ", " + std::to_string((members - have) * std::max(1, req.gpus)) +
                  " more GPUs must free up there (all-or-nothing)";

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "troupe/model/topology_levels.h"
+#include "troupe/sched/kueue_pods.h"
 #include "troupe/sched/node_filter.h"
 #include "troupe/sched/node_scoring.h"
 
@@ -189,7 +190,9 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
   // The mix counts each pod once: a pod kube-scheduler retries a hundred times while it waits
   // is still one request.
   uint64_t seq = 0;
-  const bool in_gang = gang.value() && req.value().wantsGpus();
+  // Kueue's TAS already fixed where it runs (kueue_pods.h): Troupe only picks its GPUs there.
+  const bool kueue_placed = kueuePlaced(pod, config_.topology_levels);
+  const bool in_gang = gang.value() && req.value().wantsGpus() && !kueue_placed;
   const PendingPods::Seen seen =
       pending_.remember(pod, req.value(), fingerprint, in_gang ? gang.value()->key : "", &seq);
   if (seen == PendingPods::Seen::kDeleted) {
@@ -211,7 +214,7 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
     // Standalone mode has no watch: the filter is how pending demand becomes known.
     const std::optional<QueuedPod> known = queues_.pod(pod.uid);
     if (!known || (!known->bound() && (known->queue != queue || known->milli != req.value().totalMilli()))) {
-      queues_.upsertPod(queuedPod(pod, req.value(), queue, in_gang ? gang.value()->key : ""));
+      queues_.upsertPod(queuedPod(pod, req.value(), queue, gang.value() ? gang.value()->key : ""));
     }
   }
   if (in_gang) {
@@ -250,7 +253,7 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
   std::shared_lock lock(mu_);
   std::vector<const model::NodeState*> passed_nodes;
   out = filterSingleLocked(req.value(), node_names, "", &passed_nodes);
-  if (!queue.empty()) {
+  if (!queue.empty() && !kueue_placed) {  // Kueue's quota admitted a placed pod already
     holdBackLocked(queue, req.value().totalMilli(), "", out, &passed_nodes);
     holdForReclaimLocked(queue, out, &passed_nodes);
   }
@@ -575,7 +578,9 @@ void Scheduler::notePod(const PodFacts& pod, QueueClock::time_point since) {
   Result<GpuRequest> req = parseGpuRequest(pod, config_.topology_levels);
   Result<QueueMembership> membership = queues_.membership(pod);
   const bool finished = pod.phase == "Succeeded" || pod.phase == "Failed";
-  if (finished || !req.isOk() || !req.value().wantsGpus() || !membership.isOk() ||
+  // A gated pod (e.g. held by Kueue until its workload is admitted) is no demand yet.
+  const bool gated = pod.node_name.empty() && schedulingGated(pod);
+  if (finished || gated || !req.isOk() || !req.value().wantsGpus() || !membership.isOk() ||
       pending_.deleted(pod.uid)) {
     queues_.removePod(pod.uid);  // a pod whose request or queue is invalid is not counted
     return;

@@ -35,6 +35,7 @@ queues:
 """
 SHARE_TOLERANCE = 0.10  # a queue's measured share may differ from its fair share by 10% of it
 SETTLE_S = 180.0
+HOLD_TAINT = "troupe.dev/e2e-hold"
 RECLAIM_S = 90.0
 
 
@@ -155,9 +156,12 @@ def test_three_queues_weighted_1_1_2_flooding_the_fleet_get_their_fair_shares(ap
     """Each queue asks more than the whole fleet; once the fleet is full and nothing moves, each
     holds its fair share (25/25/50%) within SHARE_TOLERANCE of that share.
 
-    The pods are created behind a scheduling gate and released together, interleaved across the
-    queues, so that Troupe has seen every queue's demand before the first pod is placed: the test
-    measures the steady state of fair-share admission, not which queue's pods were created first."""
+    The pods are created while the GPU nodes carry a NoSchedule taint, which kube-scheduler
+    honours and Troupe does not model, and the taint goes once Troupe counts every pod as pending,
+    so that Troupe has seen every queue's demand (and that it fits) before the first pod is
+    placed: the test measures the steady state of fair-share admission, not which queue's pods
+    were created first. (A scheduling gate would not do: gated pods are no demand yet. Cordoning
+    would not either: pods fit no cordoned node, so no queue would be held back for another.)"""
     fleet, tainted = fleet_gpus(api)
     assert not tainted, f"tainted nodes of another test are still there: {tainted[:5]}"
     assert fleet >= 16, f"the fleet has {fleet} GPUs; this test needs at least 16"
@@ -165,16 +169,18 @@ def test_three_queues_weighted_1_1_2_flooding_the_fleet_get_their_fair_shares(ap
     weights = {names("fair-a"): 1, names("fair-b"): 1, names("fair-c"): 2}
     queues([queue(q, weight=w) for q, w in weights.items()])
     per_queue = fleet + 4  # each asks more than the fleet
-    gate = [{"name": "troupe.dev/e2e-hold"}]
-    manifests = [one_gpu_pod(f"{q}-{i:03d}", scheduler_name, q, schedulingGates=gate)
-                 for i in range(per_queue) for q in weights]
-    create_pods(api, namespace, manifests)
-    # Troupe counts the gated pods as pending demand (status.pending.pods), then they are released.
-    kube.wait_for(lambda: all(queue_status(kube).get(q, {}).get("pending", {}).get("pods") == per_queue
-                              for q in weights), timeout=30, desc="every queue's pending pods in its status")
-    for m in manifests:
-        api.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{m['metadata']['name']}",
-                    {"spec": {"schedulingGates": None}}, "application/merge-patch+json")
+    gpu_nodes = [n["metadata"]["name"] for n in api.list_nodes()
+                 if int((n.get("status", {}).get("allocatable") or {}).get("nvidia.com/gpu", "0"))]
+    manifests = [one_gpu_pod(f"{q}-{i:03d}", scheduler_name, q) for i in range(per_queue) for q in weights]
+    try:
+        kube.kubectl("taint", "nodes", *gpu_nodes, f"{HOLD_TAINT}=true:NoSchedule", "--overwrite")
+        create_pods(api, namespace, manifests)
+        # Troupe counts the waiting pods as pending demand (status.pending.pods) ...
+        kube.wait_for(lambda: all(queue_status(kube).get(q, {}).get("pending", {}).get("pods") == per_queue
+                                  for q in weights), timeout=30, desc="every queue's pending pods in its status")
+    finally:
+        # ... then the fleet is opened to them.
+        kube.kubectl("taint", "nodes", *gpu_nodes, f"{HOLD_TAINT}:NoSchedule-", check=False)
 
     # Settled: the fleet is full and nothing was bound for 5 s.
     deadline, last, stable_since = time.monotonic() + SETTLE_S, None, time.monotonic()

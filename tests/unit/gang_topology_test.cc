@@ -148,7 +148,7 @@ TEST_CASE("gang topology: required rack waits while only GPUs across racks are f
   CHECK(r.failed.at("n2") ==
         "troupe: gang default/pair waits for capacity in one rack (troupe.dev/topology-required=rack): the "
         "best "
-        "rack, r1, holds 1 of 2 members now, 8 more GPUs must free up there (all-or-nothing)");
+        "rack, r1, holds 1 of 2 members now (12 GPUs free), 8 more GPUs must free up there (all-or-nothing)");
   CHECK(heldGpus(s) == 0);
 
   SECTION("once a rack frees up, the gang goes there") {

@@ -20,6 +20,7 @@ void checkEqual(const ServeConfig& a, const ServeConfig& b) {
   CHECK(a.policy.args.troupe.domain_weight == b.policy.args.troupe.domain_weight);
   CHECK(a.narrow_to_best == b.narrow_to_best);
   CHECK(a.topology_levels == b.topology_levels);
+  CHECK(a.topology_preset == b.topology_preset);
   CHECK(a.gang_timeout == b.gang_timeout);
   CHECK(a.gang_max_timeout == b.gang_max_timeout);
   CHECK(a.max_gangs == b.max_gangs);
@@ -126,4 +127,14 @@ queues:
   auto off_back = parseServeConfig(formatServeConfig(off.value()), "printed.yaml");
   REQUIRE(off_back.isOk());
   CHECK(off_back.value().topology_levels.empty());
+
+  // A preset is printed with its expanded levels, and reads back to the same.
+  auto preset = parseServeConfig("topology: {preset: nvidia-topograph}\n", "preset.yaml");
+  REQUIRE(preset.isOk());
+  const std::string printed = formatServeConfig(preset.value());
+  CHECK_THAT(printed, Catch::Contains("preset: nvidia-topograph"));
+  CHECK_THAT(printed, Catch::Contains("- network.topology.nvidia.com/accelerator"));
+  auto preset_back = parseServeConfig(printed, "printed.yaml");
+  REQUIRE(preset_back.isOk());
+  checkEqual(preset_back.value(), preset.value());
 }

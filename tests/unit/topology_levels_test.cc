@@ -6,6 +6,7 @@
 
 #include "adapters/yaml/config.h"
 #include "support/fixtures.h"
+#include "troupe/model/topology_presets.h"
 #include "troupe/sched/pod_request.h"
 
 using namespace troupe;
@@ -74,6 +75,41 @@ TEST_CASE("topology levels: config key topology.levels", "[topology-levels][conf
   REQUIRE_FALSE(c.isOk());
   CHECK_THAT(c.status().message(),
              Catch::StartsWith("t.yaml:2: topology.levels[0]: must be a node label key"));
+}
+
+TEST_CASE("topology levels: config key topology.preset", "[topology-levels][config][preset]") {
+  auto c = config::parseServeConfig("topology:\n  preset: nvidia-nvl72\n", "t.yaml");
+  REQUIRE(c.isOk());
+  CHECK(c.value().topology_preset == "nvidia-nvl72");
+  CHECK(c.value().topology_levels == std::vector<std::string>{"topology.kubernetes.io/zone",
+                                                              "troupe.dev/block", "troupe.dev/rack",
+                                                              "nvidia.com/gpu.clique"});
+  for (const char* name : {"gke", "aws", "nvidia-topograph", "default"}) {
+    INFO(name);
+    c = config::parseServeConfig(std::string("topology: {preset: ") + name + "}\n", "t.yaml");
+    REQUIRE(c.isOk());
+    CHECK(c.value().topology_levels == model::findTopologyPreset(name)->levels);
+  }
+  // Explicit levels win over the preset, whichever comes first in the file.
+  for (const char* yaml : {"topology: {preset: aws, levels: [troupe.dev/rack]}\n",
+                           "topology: {levels: [troupe.dev/rack], preset: aws}\n"}) {
+    INFO(yaml);
+    c = config::parseServeConfig(yaml, "t.yaml");
+    REQUIRE(c.isOk());
+    CHECK(c.value().topology_levels == std::vector<std::string>{"troupe.dev/rack"});
+  }
+  c = config::parseServeConfig("topology:\n  preset: nvl72\n", "t.yaml");
+  REQUIRE_FALSE(c.isOk());
+  CHECK(c.status().message() ==
+        "t.yaml:2: topology.preset: unknown preset \"nvl72\"; expected one of default, nvidia-nvl72, "
+        "nvidia-topograph, gke, aws (or list topology.levels yourself)");
+  c = config::parseServeConfig("topology:\n  preset: [gke]\n", "t.yaml");
+  REQUIRE_FALSE(c.isOk());
+  CHECK_THAT(c.status().message(), Catch::StartsWith("t.yaml:2: topology.preset: must be a preset name"));
+  c = config::parseServeConfig(
+      "topology:\n  levels: [nvidia.com/gpu.clique, network.topology.nvidia.com/accelerator]\n", "t.yaml");
+  REQUIRE_FALSE(c.isOk());
+  CHECK_THAT(c.status().message(), Catch::Contains("are both the nvlink-domain level"));
 }
 
 TEST_CASE("topology levels: the pod annotations that name a level", "[topology-levels][pod]") {

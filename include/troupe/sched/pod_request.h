@@ -14,9 +14,10 @@
 //   troupe.dev/topology-required: rack  gang members all inside one domain of that network
 //                                       topology level, or the gang is not admitted
 //   troupe.dev/topology-preferred: block  one domain of that level if any fits, else the
-//                                       fewest domains. Levels are the configured label keys
-//                                       or their short names (topology_levels.h); a pod on
-//                                       its own sits on one node and ignores both.
+//                                       fewest domains. Levels are the configured label keys,
+//                                       their short names or an alias such as nvlink-domain
+//                                       (topology_levels.h); a pod on its own sits on one node
+//                                       and ignores both.
 // Annotations win over labels of the same key. Every error names the key, the value and what
 // is expected, because it ends up in `kubectl describe pod`.
 #pragma once

@@ -379,7 +379,19 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
     if (Status s = parseMetrics(w, m, &c.per_node_series); !s.isOk()) return s;
   }
   if (const YAML::Node topology = root["topology"]) {
-    if (Status s = checkKeys(w, topology, "topology", {"levels"}); !s.isOk()) return s;
+    if (Status s = checkKeys(w, topology, "topology", {"preset", "levels"}); !s.isOk()) return s;
+    if (const YAML::Node preset = topology["preset"]) {
+      Result<std::string> v = scalar<std::string>(w, preset, "topology.preset", "a preset name");
+      if (!v.isOk()) return v.status();
+      const model::TopologyPreset* p = model::findTopologyPreset(v.value());
+      if (!p) {
+        return w.at(preset, "topology.preset",
+                    "unknown preset \"" + v.value() + "\"; expected one of " + model::topologyPresetNames() +
+                        " (or list topology.levels yourself)");
+      }
+      c.topology_preset = p->name;
+      c.topology_levels = p->levels;  // explicit levels below replace these
+    }
     if (const YAML::Node levels = topology["levels"]) {
       if (!levels.IsSequence()) {
         return w.at(levels, "topology.levels",
@@ -541,6 +553,7 @@ std::string formatServeConfig(const ServeConfig& c) {
   out << YAML::Key << "narrowTo" << YAML::Value << (c.narrow_to_best ? "best" : "all");
   out << YAML::EndMap;
   out << YAML::Key << "topology" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "preset" << YAML::Value << c.topology_preset;
   out << YAML::Key << "levels" << YAML::Value << YAML::BeginSeq;
   for (const std::string& level : c.topology_levels) out << level;
   out << YAML::EndSeq << YAML::EndMap;

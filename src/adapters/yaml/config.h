@@ -11,6 +11,8 @@
 //   filter:
 //     narrowTo: best                # best: pass only the policy's best node | all (default)
 //   topology:
+//     preset: default               # default | nvidia-nvl72 | nvidia-topograph | gke | aws
+//                                   # (model/topology_presets.h); levels, when given, win
 //     levels:                       # node label keys, widest first; [] turns them off
 //       - topology.kubernetes.io/zone   # (the default: zone, block, rack)
 //       - troupe.dev/block
@@ -76,6 +78,7 @@
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
 #include "troupe/model/topology_levels.h"
+#include "troupe/model/topology_presets.h"
 #include "troupe/sched/policy_args.h"
 #include "troupe/sched/queue_spec.h"
 
@@ -110,6 +113,7 @@ struct ServeConfig {
   sched::PolicyChoice policy;   // resolved through sched::builtinPolicies()
   bool narrow_to_best = false;  // filter.narrowTo: best
   std::vector<std::string> topology_levels = model::defaultTopologyLevels();
+  std::string topology_preset = "default";  // the preset named (explicit levels replace its levels)
   std::chrono::milliseconds gang_timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds gang_max_timeout{std::chrono::minutes(5)};
   size_t max_gangs = 10000;
