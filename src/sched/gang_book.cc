@@ -1,6 +1,7 @@
 #include "troupe/sched/gang_book.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string_view>
 #include <unordered_set>
@@ -51,6 +52,24 @@ std::string planMessage(const std::string& gang, const std::vector<GangSlot>& sl
          (spec.timeout_capped ? ", capped at Troupe's configured maximum" : "") + ")";
 }
 
+// "gang ns/g admitted by Troupe: 4 members bound together on nodes a x2, b x2": what the
+// native PodGroup's PodGroupScheduled condition says.
+std::string admitMessage(const std::string& gang, const std::map<std::string, int>& bound_on) {
+  int members = 0;
+  std::string nodes;
+  size_t shown = 0;
+  for (const auto& [node, n] : bound_on) {
+    members += n;
+    if (shown++ < 16) nodes += (nodes.empty() ? "" : ", ") + node + " x" + std::to_string(n);
+  }
+  if (bound_on.size() > 16) nodes += " and " + std::to_string(bound_on.size() - 16) + " more";
+  return "gang " + gang + " admitted by Troupe: " + std::to_string(members) +
+         " members bound together on node" + (bound_on.size() == 1 ? " " : "s ") + nodes;
+}
+
+// How often a refused native gang's reason is handed on again while it stays the same.
+constexpr auto kRefusalNoticeEvery = std::chrono::seconds(10);
+
 // A gang none of whose members holds GPUs and that nobody filtered for this long is dropped:
 // a backstop for pods whose deletion Troupe never heard of (standalone, or a watch outage).
 constexpr auto kForgetAfter = std::chrono::minutes(10);
@@ -76,6 +95,7 @@ void GangBook::notice(GangNotice::Kind kind, const std::string& uid, const std::
   }
   n.gang = gang;
   n.message = std::move(message);
+  if (auto it = gangs_.find(gang); it != gangs_.end()) n.native = it->second.spec.native();
   notices_.push_back(std::move(n));
 }
 
@@ -408,6 +428,7 @@ bool GangBook::plan(Gang& g, const std::vector<std::string>& candidates, std::st
     }
   }
   g.slots = std::move(plan.slots);
+  g.planned_at = now();
   setDrain(g, {});
   return true;
 }
@@ -441,6 +462,13 @@ std::optional<FilterResult> GangBook::filter(const PodFacts& pod, const GpuReque
   auto failAll = [&](const std::string& reason, bool unresolvable) {
     (unresolvable ? out.unresolvable : out.failed).addAll(node_names, reason);
     out.categories["gang"] += static_cast<int>(node_names.size());
+    // A native PodGroup's status says why, too. kube-scheduler overwrites it with its own
+    // generic message after each cycle, hence the repeat; bounded, as every member's filter
+    // comes here.
+    if (g.spec.native() && (reason != g.last_reason || now() - g.refusal_noticed >= kRefusalNoticeEvery)) {
+      g.refusal_noticed = now();
+      notice(GangNotice::Kind::kRefused, pod.uid, pod.key(), g.spec.key, reason);
+    }
     g.last_reason = reason;
     return out;
   };
@@ -650,6 +678,7 @@ void GangBook::park(Gang& g, const std::string& uid, const std::string& key, con
 
 void GangBook::releaseBarrier(Gang& g, std::vector<Completion>* out) {
   // The plan is then spent: the GPUs are the members' own.
+  std::map<std::string, int> bound_on;  // node -> members released onto it
   for (Waiter& w : g.waiting) {
     for (size_t i = 0; i < g.slots.size(); ++i) {
       const GangSlot& s = g.slots[i];
@@ -664,6 +693,7 @@ void GangBook::releaseBarrier(Gang& g, std::vector<Completion>* out) {
       a.gang = g.spec.key;
       Status st = cluster_.record(a);
       if (st.isOk()) {
+        ++bound_on[s.node];
         setBound(w.uid, true, nullptr);
         out->emplace_back(std::move(w.done), a);
       } else {
@@ -673,7 +703,10 @@ void GangBook::releaseBarrier(Gang& g, std::vector<Completion>* out) {
   }
   g.waiting.clear();
   g.slots.clear();
-  if (g.admitted()) events_.admit_seconds.push_back(seconds(now() - g.first_seen));
+  if (g.admitted()) {
+    events_.admit_seconds.push_back(seconds(now() - g.first_seen));
+    notice(GangNotice::Kind::kAdmitted, "", "", g.spec.key, admitMessage(g.spec.key, bound_on));
+  }
 }
 
 void GangBook::expire(std::vector<Completion>* out) {
@@ -693,6 +726,23 @@ void GangBook::expire(std::vector<Completion>* out) {
       releasePlan(g, msg, out);
       g.last_reason = msg;
       ++events_.timeouts;
+    } else if (!g.slots.empty() && g.waiting.empty() && g.spec.native() &&
+               t - g.planned_at > g.spec.timeout) {
+      // kube-scheduler's PodGroup cycle filters every member and binds them all at once; a
+      // plan no bind reached within the gang's timeout belongs to a cycle that failed on
+      // something else (another plugin, a member that fits nowhere). Its retries filter the
+      // members again, which would keep the GPUs held for good: release, plan afresh then.
+      const std::string msg =
+          "troupe: gang " + g.spec.key +
+          " was planned, but kube-scheduler brought no member to bind within " +
+          std::to_string(wholeSeconds(g.spec.timeout)) +
+          "s (troupe.dev/gang-timeout): its PodGroup cycle failed on something other than "
+          "Troupe (see the members' events); the GPUs are released and the gang is planned "
+          "again when kube-scheduler retries it";
+      releasePlan(g, msg, out);
+      g.last_reason = msg;
+      g.refusal_noticed = t;
+      notice(GangNotice::Kind::kRefused, "", "", g.spec.key, msg);
     } else if (!g.slots.empty() && g.waiting.empty() &&
                t - g.last_seen > std::max<Clock::duration>(g.spec.timeout, config_.active_window)) {
       releasePlan(g, "", out);  // planned, then abandoned: never keep GPUs for nobody

@@ -50,9 +50,15 @@ struct GangNotice {
     kTimedOut,  // the barrier timed out; the member's bind failed
     kEnded,     // every member of the gang is gone: whatever was kept for it is released
                 // (pod_* are empty; adapters drop their caches for the gang)
+    kAdmitted,  // the barrier released its minimum members together (pod_* are empty; the
+                // message names the nodes)
+    kRefused,   // a native PodGroup's gang was not planned (message: why); again when the
+                // reason changes, else at most every 10 s, for the PodGroup's status
   };
   Kind kind = Kind::kPlanned;
   std::string pod_uid, pod_ns, pod_name, gang, message;
+  bool native =
+      false;  // the gang is a native PodGroup (spec.schedulingGroup): its status is Troupe's to tell
 };
 using GangObserver = std::function<void(const GangNotice&)>;
 
@@ -171,6 +177,7 @@ class GangBook {
     uint64_t incarnation = 0;  // also the gang's place in line among equal priorities
     int64_t priority = 0;
     Clock::time_point first_seen, last_seen, barrier_deadline;
+    Clock::time_point planned_at;                   // when the plan in `slots` was made
     std::vector<GangSlot> slots;                    // the plan not yet released; empty = none
     std::vector<Waiter> waiting;                    // binds held at the barrier
     std::vector<std::string> drain_nodes;           // nodes kept free for it after starvation
@@ -178,6 +185,7 @@ class GangBook {
     std::unordered_map<std::string, bool> members;  // live member uid -> holds its GPUs (bound)
     int bound = 0;                                  // members holding their GPUs
     std::string last_reason;
+    Clock::time_point refusal_noticed{};  // the last kRefused notice
 
     // Every minimum member holds its GPUs: further members are placed like single pods.
     bool admitted() const { return filtered && bound >= spec.min_member; }

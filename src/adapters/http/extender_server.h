@@ -81,7 +81,11 @@ class ExtenderHandler {
   void setBinder(sched::PodBinder* binder) { binder_ = binder; }
   // Reads the PodGroup a pod's gang is named by, before the pod is filtered (the core never
   // waits on the API). Set before serving; what it calls must outlive every request.
-  void setPodGroups(sched::PodGroupLookup lookup) { pod_groups_ = std::move(lookup); }
+  // `native` reads Kubernetes' own PodGroups (spec.schedulingGroup), `lookup` scheduler-plugins'.
+  void setPodGroups(sched::PodGroupLookup lookup, sched::PodGroupLookup native = {}) {
+    pod_groups_ = std::move(lookup);
+    native_groups_ = std::move(native);
+  }
   // Readiness is decided by whoever owns the model (e.g. a cluster watch after its first sync).
   void setReady(bool ready) { ready_.store(ready); }
   bool ready() const { return ready_.load(); }
@@ -119,6 +123,7 @@ class ExtenderHandler {
   std::atomic<uint64_t> record_seq_{0};
   sched::PodBinder* binder_ = nullptr;
   sched::PodGroupLookup pod_groups_;  // unset: PodGroups are not read (no Kubernetes API)
+  sched::PodGroupLookup native_groups_;
 };
 
 // What a listener bounds, per connection and in all. Every limit answers with a status and a
