@@ -67,9 +67,6 @@ std::string admitMessage(const std::string& gang, const std::map<std::string, in
          " members bound together on node" + (bound_on.size() == 1 ? " " : "s ") + nodes;
 }
 
-// How often a refused native gang's reason is handed on again while it stays the same.
-constexpr auto kRefusalNoticeEvery = std::chrono::seconds(10);
-
 // A gang none of whose members holds GPUs and that nobody filtered for this long is dropped:
 // a backstop for pods whose deletion Troupe never heard of (standalone, or a watch outage).
 constexpr auto kForgetAfter = std::chrono::minutes(10);
@@ -462,18 +459,22 @@ std::optional<FilterResult> GangBook::filter(const PodFacts& pod, const GpuReque
   auto failAll = [&](const std::string& reason, bool unresolvable) {
     (unresolvable ? out.unresolvable : out.failed).addAll(node_names, reason);
     out.categories["gang"] += static_cast<int>(node_names.size());
-    // A native PodGroup's status says why, too. kube-scheduler overwrites it with its own
-    // generic message after each cycle, hence the repeat; bounded, as every member's filter
-    // comes here.
-    if (g.spec.native() && (reason != g.last_reason || now() - g.refusal_noticed >= kRefusalNoticeEvery)) {
-      g.refusal_noticed = now();
-      notice(GangNotice::Kind::kRefused, pod.uid, pod.key(), g.spec.key, reason);
-    }
     g.last_reason = reason;
     return out;
   };
 
   g.candidates = node_names;
+  if (g.slots.empty() && !g.stalled.empty()) {
+    if (g.stalled.count(pod.uid)) {
+      return failAll("troupe: gang " + g.spec.key + ": only " + std::to_string(g.stalled.size()) + " of " +
+                         std::to_string(g.spec.min_member) +
+                         " members reached Troupe's filter in kube-scheduler's PodGroup cycles; the others "
+                         "are rejected before it (see their events). Troupe holds nothing for the gang "
+                         "until another member reaches it",
+                     false);
+    }
+    g.stalled.clear();  // a member that had not come before: plan again
+  }
   if (g.slots.empty()) {
     if (const std::string ahead = turnAhead(g); !ahead.empty()) {
       return failAll("troupe: gang " + g.spec.key + " waits its turn behind gang " + ahead +
@@ -738,10 +739,15 @@ void GangBook::expire(std::vector<Completion>* out) {
           std::to_string(wholeSeconds(g.spec.timeout)) +
           "s (troupe.dev/gang-timeout): its PodGroup cycle failed on something other than "
           "Troupe (see the members' events); the GPUs are released and the gang is planned "
-          "again when kube-scheduler retries it";
+          "again when kube-scheduler retries it with all its members";
+      // Members that never reached Troupe's filter were rejected before it, on every retry
+      // alike: planning again for the same members would only hold the GPUs again.
+      std::set<std::string> steered;
+      for (const GangSlot& slot : g.slots)
+        if (!slot.member_uid.empty()) steered.insert(slot.member_uid);
+      if (steered.size() < g.slots.size()) g.stalled = std::move(steered);
       releasePlan(g, msg, out);
       g.last_reason = msg;
-      g.refusal_noticed = t;
       notice(GangNotice::Kind::kRefused, "", "", g.spec.key, msg);
     } else if (!g.slots.empty() && g.waiting.empty() &&
                t - g.last_seen > std::max<Clock::duration>(g.spec.timeout, config_.active_window)) {

@@ -153,17 +153,24 @@ def test_podgroup_gang_binds_all_or_nothing_and_is_marked_scheduled(api, namespa
 
 def test_podgroup_gang_larger_than_free_capacity_binds_and_holds_nothing(api, namespace, scheduler_name, fleet,
                                                                         troupe_url, gpu_invariant):
-    # 5 x 4 GPUs on 2 x 8: it can never fit. Nothing may be bound, nothing held, and the
-    # PodGroup says why in Troupe's words.
+    # 5 x 4 GPUs on 2 x 8: it can never fit. Nothing may be bound, nothing held; the PodGroup
+    # is marked unschedulable (by kube-scheduler) and the members' events say why in Troupe's words.
     create_group(api, namespace, "big", 5)
     ms = members("big", 5, 4, fleet, "b", scheduler_name, timeout="20s")
     names = {m["metadata"]["name"] for m in ms}
     create_all(api, namespace, ms)
-    c = wait_condition(api, namespace, "big",
-                       lambda c: c["status"] == "False" and "troupe" in (c.get("message") or ""), 40,
-                       "False with Troupe's reason")
+    c = wait_condition(api, namespace, "big", lambda c: c["status"] == "False", 40, "False")
     assert c["reason"] == "Unschedulable", c
-    print(f"\n[measure] PodGroup big says: {c['message'][:300]}")
+    deadline = time.monotonic() + 30
+    while True:
+        why = [e.get("message") or "" for e in api.events(namespace)
+               if e.get("reason") == "FailedScheduling" and e.get("involvedObject", {}).get("name") in names
+               and "troupe: gang" in (e.get("message") or "")]
+        if why:
+            break
+        assert time.monotonic() < deadline, "no FailedScheduling event with Troupe's reason on the members"
+        time.sleep(0.5)
+    print(f"\n[measure] PodGroup big: {c['message'][:120]}; a member's event: {why[0][:300]}")
     deadline = time.monotonic() + 25  # past the 20s gang timeout
     while time.monotonic() < deadline:
         assert not bound(api, namespace, names), "a member of a gang that cannot fit was bound"

@@ -153,7 +153,8 @@ TEST_CASE("kube native PodGroups: PodGroupScheduled is patched alone and never r
   std::ostringstream log;
   troupe::adapters::Logger logger(log, troupe::adapters::LogLevel::kDebug);
   auto wall = std::chrono::system_clock::time_point{} + std::chrono::hours(24 * 365 * 56);
-  PodGroupStatusWriter writer(api, logger, [&wall] { return wall; });
+  PodGroupStatusWriter writer(
+      api, logger, [&wall] { return wall; }, std::chrono::milliseconds(0));
 
   // A timeout queued, then the admission: admission wins before anything is written.
   writer.enqueue("ml/train", false, "only 1 of 2 members reached bind");
@@ -208,4 +209,10 @@ TEST_CASE("kube native PodGroups: PodGroupScheduled is patched alone and never r
   writer.enqueue("ml/big", true, "admitted");
   writer.drop();  // an inactive replica
   CHECK(writer.queued() == 0);
+
+  // With a settle time, nothing is written before it has passed.
+  PodGroupStatusWriter later(api, logger, {}, std::chrono::hours(1));
+  later.enqueue("ml/big", true, "admitted");
+  CHECK(later.flush() == 0);
+  CHECK(later.queued() == 1);
 }

@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -52,8 +53,8 @@ struct GangNotice {
                 // (pod_* are empty; adapters drop their caches for the gang)
     kAdmitted,  // the barrier released its minimum members together (pod_* are empty; the
                 // message names the nodes)
-    kRefused,   // a native PodGroup's gang was not planned (message: why); again when the
-                // reason changes, else at most every 10 s, for the PodGroup's status
+    kRefused,   // a native PodGroup's plan was released: no bind came within the timeout
+                // (pod_* are empty; message: why)
   };
   Kind kind = Kind::kPlanned;
   std::string pod_uid, pod_ns, pod_name, gang, message;
@@ -177,7 +178,10 @@ class GangBook {
     uint64_t incarnation = 0;  // also the gang's place in line among equal priorities
     int64_t priority = 0;
     Clock::time_point first_seen, last_seen, barrier_deadline;
-    Clock::time_point planned_at;                   // when the plan in `slots` was made
+    Clock::time_point planned_at;  // when the plan in `slots` was made
+    // A native gang whose last plan expired with only these members steered into it (the
+    // others never reached Troupe's filter): not planned again until another member does.
+    std::set<std::string> stalled;
     std::vector<GangSlot> slots;                    // the plan not yet released; empty = none
     std::vector<Waiter> waiting;                    // binds held at the barrier
     std::vector<std::string> drain_nodes;           // nodes kept free for it after starvation
@@ -185,7 +189,6 @@ class GangBook {
     std::unordered_map<std::string, bool> members;  // live member uid -> holds its GPUs (bound)
     int bound = 0;                                  // members holding their GPUs
     std::string last_reason;
-    Clock::time_point refusal_noticed{};  // the last kRefused notice
 
     // Every minimum member holds its GPUs: further members are placed like single pods.
     bool admitted() const { return filtered && bound >= spec.min_member; }

@@ -60,7 +60,7 @@ KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, adapte
     // A native PodGroup's condition; written later, by the active replica only.
     if (n.native && n.kind != Kind::kPlanned && n.kind != Kind::kWaiting)
       group_status_.enqueue(n.gang, n.kind == Kind::kAdmitted, n.message);
-    // The members' binds say the one, their filter reasons the other.
+    // Nothing to tell a pod: its bind, or its next filter, says it.
     if (n.kind == Kind::kAdmitted || n.kind == Kind::kRefused) return;
     const char* reason = n.kind == Kind::kPlanned   ? "GangPlanned"
                          : n.kind == Kind::kWaiting ? "GangWaiting"

@@ -17,21 +17,23 @@ std::string objectPath(const std::string& key) {
 
 }  // namespace
 
-PodGroupStatusWriter::PodGroupStatusWriter(KubeTransport& api, adapters::Logger& logger, WallClock wall)
-    : api_(api), logger_(logger), wall_(std::move(wall)) {}
+PodGroupStatusWriter::PodGroupStatusWriter(KubeTransport& api, adapters::Logger& logger, WallClock wall,
+                                           std::chrono::milliseconds settle)
+    : api_(api), logger_(logger), wall_(std::move(wall)), settle_(settle) {}
 
 void PodGroupStatusWriter::enqueue(const std::string& key, bool scheduled, const std::string& message) {
   if (key.find('/') == std::string::npos) return;
+  const auto due = std::chrono::steady_clock::now() + settle_;
   std::lock_guard lock(mu_);
   auto it = pending_.find(key);
   if (it == pending_.end()) {
     if (pending_.size() >= kMaxQueued) return;  // a stalled writer must not grow memory
-    pending_.emplace(key, Pending{scheduled, message, 0});
+    pending_.emplace(key, Pending{scheduled, message, 0, due});
     return;
   }
   // Admission outranks a timeout queued before it was written.
   if (it->second.scheduled && !scheduled) return;
-  it->second = Pending{scheduled, message, 0};
+  it->second = Pending{scheduled, message, 0, due};
 }
 
 void PodGroupStatusWriter::drop() {
@@ -47,8 +49,15 @@ size_t PodGroupStatusWriter::queued() const {
 size_t PodGroupStatusWriter::flush() {
   std::map<std::string, Pending> batch;
   {
+    const auto now = std::chrono::steady_clock::now();
     std::lock_guard lock(mu_);
-    batch.swap(pending_);
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->second.due <= now) {
+        batch.insert(pending_.extract(it++));
+      } else {
+        ++it;
+      }
+    }
   }
   size_t written = 0;
   for (auto& [key, p] : batch) {
