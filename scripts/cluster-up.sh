@@ -40,6 +40,12 @@
 #                          TROUPE_REPLICAS > 1 (default 15s, 10s, 2s: kube-scheduler's and the
 #                          chart's defaults). A SIGKILLed leader is replaced within about
 #                          leaseDuration + retryPeriod.
+#   K8S_FEATURES=workload  Kubernetes' native gangs: kube-apiserver with
+#                          --feature-gates=GenericWorkload=true,GangScheduling=true and
+#                          --runtime-config=scheduling.k8s.io/v1alpha2=true (PodGroups served),
+#                          kube-scheduler with the same gates (its PodGroup cycle and the
+#                          GangScheduling plugin; docs/gangs-native.md). Default: none. Kept in
+#                          state.env like TROUPE_MODE.
 #   NODE_CREATE_PARALLEL   max concurrent kubectl create processes for nodes (default 2)
 #   KEEP_ON_FAILURE=1      leave processes running if startup fails (for debugging)
 # State, kubeconfig and logs: build/e2e/ (see scripts/lib-e2e.sh).
@@ -79,6 +85,7 @@ pairs_hint() {
 requested_mode="${TROUPE_MODE:-}"
 requested_tls="${TROUPE_TLS:-}"
 requested_replicas="${TROUPE_REPLICAS:-}"
+requested_features="${K8S_FEATURES:-}"
 case "${requested_replicas:-1}" in
   '' | *[!0-9]* | 0) e2e_die "TROUPE_REPLICAS='$requested_replicas' must be a number >= 1" ;;
 esac
@@ -93,6 +100,9 @@ if e2e_load_state; then
     fi
     if [ -n "$requested_tls" ] && [ "$requested_tls" != "${TROUPE_TLS:-0}" ]; then
       e2e_warn "running cluster was created with TROUPE_TLS='${TROUPE_TLS:-0}' (requested '$requested_tls'); run cluster-down first to change it"
+    fi
+    if [ -n "$requested_features" ] && [ "$requested_features" != "${K8S_FEATURES:-}" ]; then
+      e2e_warn "running cluster was created with K8S_FEATURES='${K8S_FEATURES:-}' (requested '$requested_features'); run cluster-down first to change it"
     fi
     if [ -n "$requested_replicas" ] && [ "$requested_replicas" != "$(e2e_replicas)" ]; then
       e2e_warn "running cluster was created with TROUPE_REPLICAS='$(e2e_replicas)' (requested '$requested_replicas'); run cluster-down first to change it"
@@ -161,6 +171,8 @@ fi
 TROUPE_MODE="${requested_mode:-standalone}"   # not a stale state.env's
 TROUPE_TLS="${requested_tls:-0}"
 case "$TROUPE_TLS" in 0|1) ;; *) e2e_die "TROUPE_TLS='$TROUPE_TLS' must be 0 or 1" ;; esac
+K8S_FEATURES="$requested_features"   # not a stale state.env's
+case "$K8S_FEATURES" in '' | workload) ;; *) e2e_die "K8S_FEATURES='$K8S_FEATURES' must be empty or workload" ;; esac
 case "$TROUPE_MODE" in
   standalone) ;;
   kube) export TROUPE_BIND_VERB="${TROUPE_BIND_VERB-bind}" ;;
@@ -189,6 +201,7 @@ TROUPE_MODE=$TROUPE_MODE
 TROUPE_TLS=$TROUPE_TLS
 TROUPE_REPLICAS=$TROUPE_REPLICAS
 TROUPE_LEASE_NAME=$TROUPE_LEASE_NAME
+K8S_FEATURES=$K8S_FEATURES
 STATE
 printf '%s' "$pair_state" >> "$E2E_STATE"
 e2e_log "ports: etcd $ETCD_PORT/$ETCD_PEER_PORT apiserver $APISERVER_PORT scheduler $SCHEDULER_PORT troupe $TROUPE_PORT (metrics $TROUPE_METRICS_PORT); etcd data $ETCD_DIR"
@@ -229,6 +242,7 @@ e2e_start kube-apiserver "$K8S_BIN/kube-apiserver" \
   --disable-admission-plugins=ServiceAccount,TaintNodesByCondition \
   --enable-priority-and-fairness=false \
   --max-requests-inflight=800 --max-mutating-requests-inflight=400 \
+  $(e2e_apiserver_feature_args) \
   --v=1
 e2e_wait_http kube-apiserver "https://127.0.0.1:$APISERVER_PORT/readyz" 90 -k ||
   e2e_die "kube-apiserver did not become ready"

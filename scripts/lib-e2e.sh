@@ -303,6 +303,26 @@ e2e_leader() {
   return 1
 }
 
+# K8S_FEATURES (state.env): the feature gates and APIs of the control plane.
+# workload: Kubernetes' native gangs (PodGroups, scheduling.k8s.io/v1alpha2).
+e2e_feature_gates() {
+  case "${K8S_FEATURES:-}" in
+    workload) echo "GenericWorkload=true,GangScheduling=true" ;;
+  esac
+}
+e2e_apiserver_feature_args() {
+  local gates
+  gates="$(e2e_feature_gates)"
+  [ -n "$gates" ] || return 0
+  echo "--feature-gates=$gates --runtime-config=scheduling.k8s.io/v1alpha2=true"
+}
+e2e_scheduler_feature_args() {
+  local gates
+  gates="$(e2e_feature_gates)"
+  [ -n "$gates" ] || return 0
+  echo "--feature-gates=$gates"
+}
+
 # scheduler_start [PAIR]: start that pair's kube-scheduler with its rendered
 # scheduler-config[-PAIR].yaml (cluster-up renders it) and wait for /healthz.
 scheduler_start() {
@@ -321,6 +341,7 @@ scheduler_start() {
     --config="$config" \
     --bind-address=127.0.0.1 --secure-port="$port" \
     --authentication-kubeconfig="$E2E_KUBECONFIG" --authorization-kubeconfig="$E2E_KUBECONFIG" \
+    $(e2e_scheduler_feature_args) \
     --v=2
   e2e_wait_http "$name" "https://127.0.0.1:$port/healthz" 60 -k || e2e_die "$name did not become healthy"
   e2e_log "$name healthy (pid $(e2e_pid "$name"))"

@@ -380,7 +380,8 @@ int serveCommand(const std::vector<std::string>& args) {
     cluster = std::make_unique<kube::KubeRuntime>(*api, scheduler, logger, kube_options, &metrics);
     handler.setReady(false);  // until the first full sync of nodes and pods
     handler.setBinder(&cluster->binder());
-    handler.setPodGroups(cluster->podGroupLookup());  // read before the core's filter
+    handler.setPodGroups(cluster->podGroupLookup(),
+                         cluster->nativePodGroupLookup());  // read before the core's filter
     handler.setClaimGpus(
         [sync = &cluster->sync()](const sched::PodFacts& pod) { return sync->claimGpus(pod); });
   }

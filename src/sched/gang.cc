@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "troupe/common/strings.h"
+#include "troupe/model/topology_levels.h"
 
 namespace troupe::sched {
 namespace {
@@ -90,6 +91,11 @@ namespace {
 
 // The key that names the pod's gang and which one it was; nullptr when none.
 const std::string* gangName(const PodFacts& pod, const char** source) {
+  // Kubernetes' own gang: the pod's spec names it, and it wins over every label.
+  if (!pod.scheduling_group.empty()) {
+    *source = kSchedulingGroup;
+    return &pod.scheduling_group;
+  }
   struct Key {
     const char* key;
     bool labels_first;
@@ -114,6 +120,7 @@ std::string gangKeyOf(const PodFacts& pod) {
 }
 
 const std::string* podGroupName(const PodFacts& pod) {
+  if (!pod.scheduling_group.empty()) return nullptr;
   return lookup(pod, kPodGroupLabel, /*labels_first=*/true);
 }
 
@@ -121,7 +128,11 @@ PodGroupInfo podGroupsUnread() {
   return PodGroupInfo{std::nullopt, "Troupe does not read PodGroups without the Kubernetes API"};
 }
 
-PodGroupInfo podGroupFor(const PodFacts& pod, const PodGroupLookup& lookup) {
+PodGroupInfo podGroupFor(const PodFacts& pod, const PodGroupLookup& lookup, const PodGroupLookup& native) {
+  if (!pod.scheduling_group.empty()) {
+    if (!native) return podGroupsUnread();
+    return native(pod.ns, pod.scheduling_group);
+  }
   const std::string* name = podGroupName(pod);
   if (!name) return {};
   if (!lookup) return podGroupsUnread();
@@ -139,7 +150,10 @@ Result<std::optional<GangSpec>> parseGang(const PodFacts& pod, std::chrono::mill
 
   const std::string* size = lookup(pod, kGangSize);
   const std::string* total = spec.source == kKueueGroup ? lookup(pod, kKueueTotal) : nullptr;
-  if (pod_group.min_member && spec.source == kPodGroupLabel) {
+  const bool native = spec.source == kSchedulingGroup;
+  if (native && pod_group.basic) return std::optional<GangSpec>();  // a group, but not a gang
+  if (native) spec.topology_key = pod_group.topology_key;
+  if (pod_group.min_member && (native || spec.source == kPodGroupLabel)) {
     spec.min_member = *pod_group.min_member;  // the PodGroup object is the source of truth
   } else if (size) {
     Result<int> v = positiveInt(*size, kGangSize);
@@ -154,7 +168,12 @@ Result<std::optional<GangSpec>> parseGang(const PodFacts& pod, std::chrono::mill
   } else {
     std::string why =
         "pod is in gang " + spec.key + " (" + spec.source + ") but Troupe cannot tell its size: ";
-    if (spec.source == kPodGroupLabel) {
+    if (native) {
+      why += (pod_group.absent.empty() ? "no PodGroup was read" : pod_group.absent) +
+             " and the pod has no annotation troupe.dev/gang-size; create PodGroup " + *name +
+             " (scheduling.k8s.io/v1alpha2) with spec.schedulingPolicy.gang.minCount, or add "
+             "troupe.dev/gang-size";
+    } else if (spec.source == kPodGroupLabel) {
       why += (pod_group.absent.empty() ? "no PodGroup was read" : pod_group.absent) +
              " and the pod has no annotation troupe.dev/gang-size; create PodGroup " + *name +
              " (scheduling.x-k8s.io/v1alpha1) with spec.minMember, or add troupe.dev/gang-size";
@@ -175,6 +194,24 @@ Result<std::optional<GangSpec>> parseGang(const PodFacts& pod, std::chrono::mill
     spec.timeout = d.value();
   }
   return std::optional<GangSpec>(spec);
+}
+
+Result<int> gangTopologyLevel(const GangSpec& spec, const std::vector<std::string>& levels) {
+  if (spec.topology_key.empty()) return -1;
+  const std::string what = "PodGroup " + spec.key + " asks for topology key \"" + spec.topology_key +
+                           "\" (spec.schedulingConstraints.topology[0].key)";
+  if (levels.empty()) {
+    return invalidArgument(what +
+                           " but Troupe has no network topology levels configured (topology.levels in "
+                           "its config is empty); add the key to topology.levels or drop the constraint");
+  }
+  const int level = model::findTopologyLevel(levels, spec.topology_key);
+  if (level < 0) {
+    return invalidArgument(what + ", which is not one of the configured topology levels (topology.levels: " +
+                           model::describeTopologyLevels(levels) +
+                           "); add it to topology.levels or use one of those keys");
+  }
+  return level;
 }
 
 }  // namespace troupe::sched

@@ -1,6 +1,7 @@
 #include "troupe/sched/gang_book.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string_view>
 #include <unordered_set>
@@ -51,6 +52,21 @@ std::string planMessage(const std::string& gang, const std::vector<GangSlot>& sl
          (spec.timeout_capped ? ", capped at Troupe's configured maximum" : "") + ")";
 }
 
+// "gang ns/g admitted by Troupe: 4 members bound together on nodes a x2, b x2": what the
+// native PodGroup's PodGroupScheduled condition says.
+std::string admitMessage(const std::string& gang, const std::map<std::string, int>& bound_on) {
+  int members = 0;
+  std::string nodes;
+  size_t shown = 0;
+  for (const auto& [node, n] : bound_on) {
+    members += n;
+    if (shown++ < 16) nodes += (nodes.empty() ? "" : ", ") + node + " x" + std::to_string(n);
+  }
+  if (bound_on.size() > 16) nodes += " and " + std::to_string(bound_on.size() - 16) + " more";
+  return "gang " + gang + " admitted by Troupe: " + std::to_string(members) +
+         " members bound together on node" + (bound_on.size() == 1 ? " " : "s ") + nodes;
+}
+
 // A gang none of whose members holds GPUs and that nobody filtered for this long is dropped:
 // a backstop for pods whose deletion Troupe never heard of (standalone, or a watch outage).
 constexpr auto kForgetAfter = std::chrono::minutes(10);
@@ -76,6 +92,7 @@ void GangBook::notice(GangNotice::Kind kind, const std::string& uid, const std::
   }
   n.gang = gang;
   n.message = std::move(message);
+  if (auto it = gangs_.find(gang); it != gangs_.end()) n.native = it->second.spec.native();
   notices_.push_back(std::move(n));
 }
 
@@ -409,6 +426,7 @@ bool GangBook::plan(Gang& g, const std::vector<std::string>& candidates, std::st
     }
   }
   g.slots = std::move(plan.slots);
+  g.planned_at = now();
   setDrain(g, {});
   return true;
 }
@@ -447,6 +465,17 @@ std::optional<FilterResult> GangBook::filter(const PodFacts& pod, const GpuReque
   };
 
   g.candidates = node_names;
+  if (g.slots.empty() && !g.stalled.empty()) {
+    if (g.stalled.count(pod.uid)) {
+      return failAll("troupe: gang " + g.spec.key + ": only " + std::to_string(g.stalled.size()) + " of " +
+                         std::to_string(g.spec.min_member) +
+                         " members reached Troupe's filter in kube-scheduler's PodGroup cycles; the others "
+                         "are rejected before it (see their events). Troupe holds nothing for the gang "
+                         "until another member reaches it",
+                     false);
+    }
+    g.stalled.clear();  // a member that had not come before: plan again
+  }
   if (g.slots.empty()) {
     if (const std::string ahead = turnAhead(g); !ahead.empty()) {
       return failAll("troupe: gang " + g.spec.key + " waits its turn behind gang " + ahead +
@@ -651,6 +680,7 @@ void GangBook::park(Gang& g, const std::string& uid, const std::string& key, con
 
 void GangBook::releaseBarrier(Gang& g, std::vector<Completion>* out) {
   // The plan is then spent: the GPUs are the members' own.
+  std::map<std::string, int> bound_on;  // node -> members released onto it
   for (Waiter& w : g.waiting) {
     for (size_t i = 0; i < g.slots.size(); ++i) {
       const GangSlot& s = g.slots[i];
@@ -666,6 +696,7 @@ void GangBook::releaseBarrier(Gang& g, std::vector<Completion>* out) {
       a.gang = g.spec.key;
       Status st = cluster_.record(a);
       if (st.isOk()) {
+        ++bound_on[s.node];
         setBound(w.uid, true, nullptr);
         out->emplace_back(std::move(w.done), a);
       } else {
@@ -675,7 +706,10 @@ void GangBook::releaseBarrier(Gang& g, std::vector<Completion>* out) {
   }
   g.waiting.clear();
   g.slots.clear();
-  if (g.admitted()) events_.admit_seconds.push_back(seconds(now() - g.first_seen));
+  if (g.admitted()) {
+    events_.admit_seconds.push_back(seconds(now() - g.first_seen));
+    notice(GangNotice::Kind::kAdmitted, "", "", g.spec.key, admitMessage(g.spec.key, bound_on));
+  }
 }
 
 void GangBook::expire(std::vector<Completion>* out) {
@@ -695,6 +729,28 @@ void GangBook::expire(std::vector<Completion>* out) {
       releasePlan(g, msg, out);
       g.last_reason = msg;
       ++events_.timeouts;
+    } else if (!g.slots.empty() && g.waiting.empty() && g.spec.native() &&
+               t - g.planned_at > g.spec.timeout) {
+      // kube-scheduler's PodGroup cycle filters every member and binds them all at once; a
+      // plan no bind reached within the gang's timeout belongs to a cycle that failed on
+      // something else (another plugin, a member that fits nowhere). Its retries filter the
+      // members again, which would keep the GPUs held for good: release, plan afresh then.
+      const std::string msg =
+          "troupe: gang " + g.spec.key +
+          " was planned, but kube-scheduler brought no member to bind within " +
+          std::to_string(wholeSeconds(g.spec.timeout)) +
+          "s (troupe.dev/gang-timeout): its PodGroup cycle failed on something other than "
+          "Troupe (see the members' events); the GPUs are released and the gang is planned "
+          "again when kube-scheduler retries it with all its members";
+      // Members that never reached Troupe's filter were rejected before it, on every retry
+      // alike: planning again for the same members would only hold the GPUs again.
+      std::set<std::string> steered;
+      for (const GangSlot& slot : g.slots)
+        if (!slot.member_uid.empty()) steered.insert(slot.member_uid);
+      if (steered.size() < g.slots.size()) g.stalled = std::move(steered);
+      releasePlan(g, msg, out);
+      g.last_reason = msg;
+      notice(GangNotice::Kind::kRefused, "", "", g.spec.key, msg);
     } else if (!g.slots.empty() && g.waiting.empty() &&
                t - g.last_seen > std::max<Clock::duration>(g.spec.timeout, config_.active_window)) {
       releasePlan(g, "", out);  // planned, then abandoned: never keep GPUs for nobody

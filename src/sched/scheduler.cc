@@ -187,6 +187,13 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
   if (!req.isOk()) return refuseAll("troupe: " + req.status().message());
   Result<std::optional<GangSpec>> gang = parseGang(pod, config_.gang_timeout, pod_group);
   if (!gang.isOk()) return refuseAll("troupe: " + gang.status().message());
+  if (gang.value() && !gang.value()->topology_key.empty()) {
+    // A native PodGroup's topology constraint acts like troupe.dev/topology-required; with
+    // both, the narrower level holds (it lies inside one domain of the wider).
+    Result<int> level = gangTopologyLevel(*gang.value(), config_.topology_levels);
+    if (!level.isOk()) return refuseAll("troupe: " + level.status().message());
+    req.value().topology_required = std::max(req.value().topology_required, level.value());
+  }
   // The mix counts each pod once: a pod kube-scheduler retries a hundred times while it waits
   // is still one request.
   uint64_t seq = 0;
@@ -585,9 +592,13 @@ void Scheduler::notePod(const PodFacts& pod, QueueClock::time_point since) {
     queues_.removePod(pod.uid);  // a pod whose request or queue is invalid is not counted
     return;
   }
+  // Without its PodGroup object (not read here) a native member's size is unknown, but its
+  // gang is not: keep it with its gang for reclaims.
   Result<std::optional<GangSpec>> gang = parseGang(pod, config_.gang_timeout);
-  QueuedPod q = queuedPod(pod, req.value(), membership.value().queue,
-                          gang.isOk() && gang.value() ? gang.value()->key : "");
+  const std::string gang_key = gang.isOk()                    ? (gang.value() ? gang.value()->key : "")
+                               : pod.scheduling_group.empty() ? ""
+                                                              : gangKeyOf(pod);
+  QueuedPod q = queuedPod(pod, req.value(), membership.value().queue, gang_key);
   q.since = since;
   std::shared_lock lock(mu_);
   // Where its GPUs are: the model knows a reservation before the API shows the binding.

@@ -173,7 +173,7 @@ def gang_holds(url):
 
 
 def gang_pods(api):
-    """Pods of any gang (troupe.dev/gang or a PodGroup label) in any namespace that are not
+    """Pods of any gang (troupe.dev/gang, a PodGroup label or spec.schedulingGroup) in any namespace that are not
     finished: ["ns/name", ...]."""
     out = []
     for p in api.list_pods():
@@ -181,7 +181,8 @@ def gang_pods(api):
         if (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
         if "troupe.dev/gang" in (meta.get("annotations") or {}) or \
-                "scheduling.x-k8s.io/pod-group" in (meta.get("labels") or {}):
+                "scheduling.x-k8s.io/pod-group" in (meta.get("labels") or {}) or \
+                (p.get("spec") or {}).get("schedulingGroup"):
             out.append(f'{meta["namespace"]}/{meta["name"]}')
     return out
 

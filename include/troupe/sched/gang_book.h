@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -50,9 +51,15 @@ struct GangNotice {
     kTimedOut,  // the barrier timed out; the member's bind failed
     kEnded,     // every member of the gang is gone: whatever was kept for it is released
                 // (pod_* are empty; adapters drop their caches for the gang)
+    kAdmitted,  // the barrier released its minimum members together (pod_* are empty; the
+                // message names the nodes)
+    kRefused,   // a native PodGroup's plan was released: no bind came within the timeout
+                // (pod_* are empty; message: why)
   };
   Kind kind = Kind::kPlanned;
   std::string pod_uid, pod_ns, pod_name, gang, message;
+  bool native =
+      false;  // the gang is a native PodGroup (spec.schedulingGroup): its status is Troupe's to tell
 };
 using GangObserver = std::function<void(const GangNotice&)>;
 
@@ -171,6 +178,10 @@ class GangBook {
     uint64_t incarnation = 0;  // also the gang's place in line among equal priorities
     int64_t priority = 0;
     Clock::time_point first_seen, last_seen, barrier_deadline;
+    Clock::time_point planned_at;  // when the plan in `slots` was made
+    // A native gang whose last plan expired with only these members steered into it (the
+    // others never reached Troupe's filter): not planned again until another member does.
+    std::set<std::string> stalled;
     std::vector<GangSlot> slots;                    // the plan not yet released; empty = none
     std::vector<Waiter> waiting;                    // binds held at the barrier
     std::vector<std::string> drain_nodes;           // nodes kept free for it after starvation

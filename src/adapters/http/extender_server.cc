@@ -187,7 +187,7 @@ ExtenderHandler::VerbAnswer ExtenderHandler::filter(const std::string& body) {
   Result<ExtenderArgs> args = decodeExtenderArgs(body);
   if (!args.isOk()) return {badRequest(args.status().message()), Outcome::kBadRequest};
   fillClaimGpus(args.value().pod);
-  const sched::PodGroupInfo pod_group = sched::podGroupFor(args.value().pod, pod_groups_);
+  const sched::PodGroupInfo pod_group = sched::podGroupFor(args.value().pod, pod_groups_, native_groups_);
   sched::FilterResult result;
   if (args.value().node_cache_mode) {
     result = scheduler_.filter(args.value().pod, args.value().node_names, pod_group);

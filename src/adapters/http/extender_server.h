@@ -81,7 +81,11 @@ class ExtenderHandler {
   void setBinder(sched::PodBinder* binder) { binder_ = binder; }
   // Reads the PodGroup a pod's gang is named by, before the pod is filtered (the core never
   // waits on the API). Set before serving; what it calls must outlive every request.
-  void setPodGroups(sched::PodGroupLookup lookup) { pod_groups_ = std::move(lookup); }
+  // `native` reads Kubernetes' own PodGroups (spec.schedulingGroup), `lookup` scheduler-plugins'.
+  void setPodGroups(sched::PodGroupLookup lookup, sched::PodGroupLookup native = {}) {
+    pod_groups_ = std::move(lookup);
+    native_groups_ = std::move(native);
+  }
   // Counts the GPUs a pod asks through ResourceClaims (a DRA-served node then serves them),
   // before the pod is filtered or scored. Set before serving, like setPodGroups.
   void setClaimGpus(sched::ClaimGpuLookup lookup) { claim_gpus_ = std::move(lookup); }
@@ -125,6 +129,7 @@ class ExtenderHandler {
   sched::ClaimGpuLookup claim_gpus_;  // unset: ResourceClaims are not read
   // The pod's claim_gpus from claim_gpus_, for a pod that names ResourceClaims.
   void fillClaimGpus(sched::PodFacts& pod) const;
+  sched::PodGroupLookup native_groups_;
 };
 
 // What a listener bounds, per connection and in all. Every limit answers with a status and a

@@ -42,6 +42,8 @@ KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, adapte
                   options_.queues.default_queue),
       events_(api_, logger, options_.events),
       pod_groups_(api_, logger, options_.pod_groups),
+      native_groups_(api_, logger, options_.pod_groups, {}, PodGroupApi::kNative),
+      group_status_(api_, logger),
       binder_(api_, scheduler, sync_, &events_, logger, options_.binder),
       leader_(api_, logger, options_.queues.leader_lease,
               options_.queues.identity.empty() ? options_.events.instance : options_.queues.identity),
@@ -55,8 +57,14 @@ KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, adapte
     using Kind = sched::GangNotice::Kind;
     if (n.kind == Kind::kEnded) {
       pod_groups_.forget(n.gang);  // nothing to tell a pod: they are all gone
+      native_groups_.forget(n.gang);
       return;
     }
+    // A native PodGroup's condition; written later, by the active replica only.
+    if (n.native && n.kind != Kind::kPlanned && n.kind != Kind::kWaiting)
+      group_status_.enqueue(n.gang, n.kind == Kind::kAdmitted, n.message);
+    // Nothing to tell a pod: its bind, or its next filter, says it.
+    if (n.kind == Kind::kAdmitted || n.kind == Kind::kRefused) return;
     const char* reason = n.kind == Kind::kPlanned   ? "GangPlanned"
                          : n.kind == Kind::kWaiting ? "GangWaiting"
                                                     : "GangTimedOut";
@@ -216,6 +224,13 @@ void KubeRuntime::queueRound(std::chrono::steady_clock::time_point& last_status,
     last_lease = now;
     const bool was = leader_.active();
     if (!leader_.refresh() && was) status_writer_.reset();
+  }
+  // PodGroup conditions (every tick, so that they follow the binds closely), like the
+  // queues' status only from the active replica.
+  if (leader_.active()) {
+    group_status_.flush();
+  } else {
+    group_status_.drop();
   }
   // Both wait for the first full sync: a half-listed cluster would look like idle queues.
   if (!leader_.active() || !sync_.synced()) return;

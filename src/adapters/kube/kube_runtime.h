@@ -2,7 +2,8 @@
 // Queue and Namespace watches feeding its queues (and, on the active replica only, the Queues'
 // status writer and the reclaimer, docs/queues.md), the
 // binder kube-scheduler's bind verb uses, the event recorder (also for the core's gang
-// notices: GangPlanned, GangWaiting, GangTimedOut on member pods), the PodGroup reader, and a
+// notices: GangPlanned, GangWaiting, GangTimedOut on member pods), the PodGroup readers (and,
+// on the active replica, the native PodGroups' PodGroupScheduled condition), and a
 // housekeeping thread that settles unconfirmed bindings and checks that the pod watch is alive
 // (a Binding Troupe made must show up on it; when it does not, the watch is ended and the pods
 // listed again). Readiness is reported once both watches have completed their first full list
@@ -24,6 +25,7 @@
 #include "adapters/kube/events.h"
 #include "adapters/kube/leader_lease.h"
 #include "adapters/kube/metered_transport.h"
+#include "adapters/kube/pod_group_status.h"
 #include "adapters/kube/pod_groups.h"
 #include "adapters/kube/queue_status.h"
 #include "adapters/kube/queue_sync.h"
@@ -86,6 +88,10 @@ class KubeRuntime {
   sched::PodGroupLookup podGroupLookup() {
     return [this](const std::string& ns, const std::string& name) { return pod_groups_.lookup(ns, name); };
   }
+  // The same for native PodGroups (scheduling.k8s.io/v1alpha2, spec.schedulingGroup).
+  sched::PodGroupLookup nativePodGroupLookup() {
+    return [this](const std::string& ns, const std::string& name) { return native_groups_.lookup(ns, name); };
+  }
   ClusterSync& sync() { return sync_; }
   QueueSync& queueSync() { return queue_sync_; }
   // The pod watcher, while started.
@@ -115,6 +121,8 @@ class KubeRuntime {
   QueueSync queue_sync_;
   EventRecorder events_;
   PodGroupCache pod_groups_;
+  PodGroupCache native_groups_;
+  PodGroupStatusWriter group_status_;  // PodGroupScheduled, written by the queue thread
   Binder binder_;
   LeaderCheck leader_;
   QueueStatusWriter status_writer_;

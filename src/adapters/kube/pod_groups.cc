@@ -7,11 +7,66 @@ namespace {
 
 constexpr const char* kGroupVersion = "/apis/scheduling.x-k8s.io/v1alpha1";
 
+bool validMin(const Json& v) {
+  return v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= 100000;
+}
+
+const Json* member(const Json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
 }  // namespace
 
 PodGroupCache::PodGroupCache(KubeTransport& api, adapters::Logger& logger, PodGroupOptions options,
-                             std::function<Clock::time_point()> clock)
-    : api_(api), logger_(logger), options_(options), clock_(std::move(clock)) {}
+                             std::function<Clock::time_point()> clock, PodGroupApi which)
+    : api_(api),
+      logger_(logger),
+      options_(options),
+      clock_(std::move(clock)),
+      which_(which),
+      group_version_(which == PodGroupApi::kNative ? kNativePodGroupsPath : kGroupVersion) {}
+
+std::string PodGroupCache::notServed() const {
+  if (which_ == PodGroupApi::kNative) {
+    return "the API scheduling.k8s.io/v1alpha2 (PodGroups) is not served: start kube-apiserver with "
+           "--feature-gates=GenericWorkload=true,GangScheduling=true and "
+           "--runtime-config=scheduling.k8s.io/v1alpha2=true";
+  }
+  return "the PodGroup CRD (podgroups.scheduling.x-k8s.io, v1alpha1) is not installed";
+}
+
+sched::PodGroupInfo PodGroupCache::decode(const std::string& what, const std::string& body) const {
+  Result<Json> doc = parseKubeJson(body);
+  const Json* spec = doc.isOk() ? member(doc.value(), "spec") : nullptr;
+  if (which_ == PodGroupApi::kSchedulerPlugins) {
+    const Json* min = spec ? member(*spec, "minMember") : nullptr;
+    if (min && validMin(*min)) return {static_cast<int>(min->get<int64_t>()), ""};
+    return {std::nullopt, what + " has no spec.minMember from 1 to 100000"};
+  }
+  sched::PodGroupInfo info;
+  const Json* policy = spec ? member(*spec, "schedulingPolicy") : nullptr;
+  const Json* gang = policy ? member(*policy, "gang") : nullptr;
+  const Json* min = gang ? member(*gang, "minCount") : nullptr;
+  if (min && validMin(*min)) {
+    info.min_member = static_cast<int>(min->get<int64_t>());
+  } else if (policy && member(*policy, "basic")) {
+    info.basic = true;
+  } else {
+    info.absent = what +
+                  " has neither spec.schedulingPolicy.gang.minCount from 1 to 100000 nor "
+                  "spec.schedulingPolicy.basic";
+    return info;
+  }
+  const Json* constraints = spec ? member(*spec, "schedulingConstraints") : nullptr;
+  const Json* topology = constraints ? member(*constraints, "topology") : nullptr;
+  if (topology && topology->is_array() && !topology->empty()) {
+    const Json* key = member((*topology)[0], "key");
+    if (key && key->is_string()) info.topology_key = key->get<std::string>();
+  }
+  return info;
+}
 
 uint64_t PodGroupCache::apiReads() const {
   std::lock_guard lock(mu_);
@@ -53,53 +108,43 @@ sched::PodGroupInfo PodGroupCache::read(const std::string& ns, const std::string
     *ttl = options_.no_crd_ttl;
     return {std::nullopt, why};
   }
-  ApiReply r = api_.request(
-      "GET", std::string(kGroupVersion) + "/namespaces/" + urlEncode(ns) + "/podgroups/" + urlEncode(name));
+  ApiReply r =
+      api_.request("GET", group_version_ + "/namespaces/" + urlEncode(ns) + "/podgroups/" + urlEncode(name));
   {
     std::lock_guard lock(mu_);
     ++reads_;
   }
   if (r.kind == ApiErrorKind::kNotFound) return {std::nullopt, what + " does not exist"};
   if (r.kind == ApiErrorKind::kForbidden) {
-    return {std::nullopt, "Troupe may not read " + what +
-                              " (RBAC: grant get on podgroups in API group scheduling.x-k8s.io)"};
+    return {std::nullopt, "Troupe may not read " + what + " (RBAC: grant get on podgroups in API group " +
+                              (which_ == PodGroupApi::kNative ? "scheduling.k8s.io" : "scheduling.x-k8s.io") +
+                              ")"};
   }
   if (!r.ok()) {
     logger_.debug("PodGroup not read", {{"podgroup", ns + "/" + name}, {"error", r.message}});
     return {std::nullopt, "reading " + what + " failed (" + r.message + ")"};
   }
-  Result<Json> doc = parseKubeJson(r.body);
-  if (doc.isOk() && doc.value().is_object()) {
-    auto spec = doc.value().find("spec");
-    if (spec != doc.value().end() && spec->is_object()) {
-      auto min = spec->find("minMember");
-      if (min != spec->end() && min->is_number_integer() && min->get<int64_t>() >= 1 &&
-          min->get<int64_t>() <= 100000) {
-        *ttl = options_.found_ttl;
-        return {static_cast<int>(min->get<int64_t>()), ""};
-      }
-    }
-  }
-  return {std::nullopt, what + " has no spec.minMember from 1 to 100000"};
+  sched::PodGroupInfo info = decode(what, r.body);
+  if (info.min_member || info.basic) *ttl = options_.found_ttl;
+  return info;
 }
 
 bool PodGroupCache::crdInstalled(std::string* why) {
   {
     std::lock_guard lock(mu_);
     if (crd_known_ && now() - crd_checked_ < options_.no_crd_ttl) {
-      if (!crd_installed_)
-        *why = "the PodGroup CRD (podgroups.scheduling.x-k8s.io, v1alpha1) is not installed";
+      if (!crd_installed_) *why = notServed();
       return crd_installed_;
     }
   }
-  ApiReply r = api_.request("GET", kGroupVersion);
+  ApiReply r = api_.request("GET", group_version_);
   std::lock_guard lock(mu_);
   ++reads_;
   if (r.kind == ApiErrorKind::kNotFound) {
     crd_known_ = true;
     crd_installed_ = false;
     crd_checked_ = now();
-    *why = "the PodGroup CRD (podgroups.scheduling.x-k8s.io, v1alpha1) is not installed";
+    *why = notServed();
     return false;
   }
   if (r.ok()) {

@@ -1,10 +1,13 @@
-// PodGroup objects of scheduler-plugins' coscheduling (group scheduling.x-k8s.io, version
-// v1alpha1, resource podgroups): a gang named by the label scheduling.x-k8s.io/pod-group takes
-// its minimum from the PodGroup's spec.minMember.
+// PodGroup objects a gang takes its minimum from, in one of two APIs:
+// - scheduler-plugins' coscheduling (scheduling.x-k8s.io/v1alpha1, a CRD): a gang named by the
+//   label scheduling.x-k8s.io/pod-group takes spec.minMember;
+// - Kubernetes' own (scheduling.k8s.io/v1alpha2, served when kube-apiserver enables it): a pod
+//   with spec.schedulingGroup.podGroupName takes spec.schedulingPolicy.gang.minCount (a `basic`
+//   policy: no gang) and spec.schedulingConstraints.topology[0].key.
 //
 // Read on demand from the filter path (one GET per group, then cached: found groups for
 // `found_ttl`, missing ones briefly, so a PodGroup created just after its pods is seen soon).
-// The CRD may be absent: a 404 is told apart by asking discovery for the group version, and
+// The API may be absent: a 404 is told apart by asking discovery for the group version, and
 // that answer is cached for `no_crd_ttl`. Every failure becomes a PodGroupInfo whose `absent`
 // says why, so the pod's reason names it and troupe.dev/gang-size is used instead.
 #pragma once
@@ -29,11 +32,20 @@ struct PodGroupOptions {
   size_t max_entries = 10000;
 };
 
+// Which PodGroup API a cache reads.
+enum class PodGroupApi {
+  kSchedulerPlugins,  // scheduling.x-k8s.io/v1alpha1
+  kNative,            // scheduling.k8s.io/v1alpha2
+};
+
+inline constexpr const char* kNativePodGroupsPath = "/apis/scheduling.k8s.io/v1alpha2";
+
 class PodGroupCache {
  public:
   using Clock = std::chrono::steady_clock;
   PodGroupCache(KubeTransport& api, adapters::Logger& logger, PodGroupOptions options = {},
-                std::function<Clock::time_point()> clock = {});
+                std::function<Clock::time_point()> clock = {},
+                PodGroupApi which = PodGroupApi::kSchedulerPlugins);
   PodGroupCache(const PodGroupCache&) = delete;
   PodGroupCache& operator=(const PodGroupCache&) = delete;
 
@@ -54,11 +66,16 @@ class PodGroupCache {
   Clock::time_point now() const { return clock_ ? clock_() : Clock::now(); }
   sched::PodGroupInfo read(const std::string& ns, const std::string& name, std::chrono::milliseconds* ttl);
   bool crdInstalled(std::string* why);
+  // The object's minimum (and, natively, its policy and topology), or `absent` set.
+  sched::PodGroupInfo decode(const std::string& what, const std::string& body) const;
+  std::string notServed() const;
 
   KubeTransport& api_;
   adapters::Logger& logger_;
   const PodGroupOptions options_;
   std::function<Clock::time_point()> clock_;
+  const PodGroupApi which_;
+  const std::string group_version_;
 
   mutable std::mutex mu_;  // guards everything below
   std::unordered_map<std::string, Entry> entries_;
