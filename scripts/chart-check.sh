@@ -196,9 +196,10 @@ check(role_subject(default, role["metadata"]["name"]) == ["troupe-scheduler-trou
 check(sa_of(dep) not in role_subject(default, role["metadata"]["name"]),
       "default: kube-scheduler's ServiceAccount holds Troupe's role")
 # Writes only where docs/security.md says why: Bindings, events, evictions (they honour
-# PodDisruptionBudgets; a delete would not), and the status of Queues (never their spec).
+# PodDisruptionBudgets; a delete would not), the status of Queues (never their spec) and the
+# PodGroupScheduled condition of native PodGroups (their status only).
 ALLOWED_WRITES = {"pods/binding": {"create"}, "events": {"create"}, "pods/eviction": {"create"},
-                  "queues/status": {"patch", "update"}}
+                  "queues/status": {"patch", "update"}, "podgroups/status": {"patch"}}
 for r in role["rules"]:
     writes = set(r["verbs"]) - {"get", "list", "watch"}
     check(not writes or (len(r["resources"]) == 1 and writes <= ALLOWED_WRITES.get(r["resources"][0], set())),

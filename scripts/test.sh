@@ -81,7 +81,7 @@ fi
 if [[ "${TROUPE_SKIP_E2E:-0}" != "1" ]]; then
   step "end-to-end: real kube-scheduler v1.36 + Troupe on a local control plane (scripts/e2e.sh)"
   scripts/e2e.sh
-  step "end-to-end in Kubernetes mode over HTTPS: Troupe watches the API and binds; kube-scheduler calls it with a client certificate (scripts/e2e.sh, TROUPE_MODE=kube TROUPE_TLS=1)"
-  TROUPE_MODE=kube TROUPE_TLS=1 TROUPE_E2E_DIR="$PWD/build/e2e-kube" TROUPE_BIN="$PWD/build/troupe" scripts/e2e.sh
+  step "end-to-end in Kubernetes mode over HTTPS with the 1.36 workload gates (native PodGroups): Troupe watches the API and binds; kube-scheduler calls it with a client certificate (scripts/e2e.sh, TROUPE_MODE=kube TROUPE_TLS=1)"
+  K8S_FEATURES=workload TROUPE_MODE=kube TROUPE_TLS=1 TROUPE_E2E_DIR="$PWD/build/e2e-kube" TROUPE_BIN="$PWD/build/troupe" scripts/e2e.sh
 fi
 step "all tests passed"

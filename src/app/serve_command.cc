@@ -375,6 +375,8 @@ int serveCommand(const std::vector<std::string>& args) {
     if (gethostname(host, sizeof host - 1) == 0) kube_options.events.instance = host;
     kube_options.binder.scheduler_names = cfg.scheduler_names;
     kube_options.binder.workers = cfg.bind_workers;
+    kube_options.dra.gpu_drivers = cfg.dra_gpu_drivers;
+    kube_options.dra.gpu_device_classes = cfg.dra_gpu_device_classes;
     kube_options.queues.default_queue = cfg.queues.default_queue;
     kube_options.queues.leader_lease = leader_lease;
     cluster = std::make_unique<kube::KubeRuntime>(*api, scheduler, logger, kube_options, &metrics);

@@ -78,3 +78,30 @@ TEST_CASE("serve config: binder.workers bounds the Bindings in flight", "[config
   REQUIRE_FALSE(c.isOk());
   CHECK_THAT(c.status().message(), Catch::Contains("binder.threads: unknown key"));
 }
+
+TEST_CASE("serve config: dra drivers and device classes", "[config][dra]") {
+  auto c = parseServeConfig("listen: 127.0.0.1:1\n", "t.yaml");
+  REQUIRE(c.isOk());
+  CHECK(c.value().dra_gpu_drivers == std::vector<std::string>{"gpu.nvidia.com"});
+  CHECK(c.value().dra_gpu_device_classes == std::vector<std::string>{"gpu.nvidia.com"});
+  c = parseServeConfig("dra:\n  gpuDrivers: [gpu.example.com, gpu.nvidia.com]\n  gpuDeviceClasses: []\n",
+                       "t.yaml");
+  REQUIRE(c.isOk());
+  CHECK(c.value().dra_gpu_drivers == std::vector<std::string>{"gpu.example.com", "gpu.nvidia.com"});
+  CHECK(c.value().dra_gpu_device_classes.empty());
+  // What --print-config writes reads back the same.
+  auto again = parseServeConfig(troupe::config::formatServeConfig(c.value()), "printed.yaml");
+  REQUIRE(again.isOk());
+  CHECK(again.value().dra_gpu_drivers == c.value().dra_gpu_drivers);
+  CHECK(again.value().dra_gpu_device_classes.empty());
+  c = parseServeConfig("dra:\n  gpuDrivers: [gpu.nvidia.com, GPU_Driver]\n", "t.yaml");
+  REQUIRE_FALSE(c.isOk());
+  CHECK_THAT(c.status().message(),
+             Catch::StartsWith("t.yaml:2: dra.gpuDrivers[1]: \"GPU_Driver\" is not a DNS"));
+  c = parseServeConfig("dra:\n  gpuDriver: [gpu.nvidia.com]\n", "t.yaml");
+  REQUIRE_FALSE(c.isOk());
+  CHECK_THAT(c.status().message(), Catch::Contains("gpuDriver"));
+  c = parseServeConfig("dra:\n  gpuDeviceClasses: gpu.nvidia.com\n", "t.yaml");
+  REQUIRE_FALSE(c.isOk());
+  CHECK_THAT(c.status().message(), Catch::Contains("dra.gpuDeviceClasses: must be a list"));
+}

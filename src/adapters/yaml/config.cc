@@ -306,9 +306,10 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
   const YAML::Node& root = doc.value();
   if (root.IsNull()) return c;
   Where w{source};
-  if (Status s = checkKeys(w, root, "",
-                           {"listen", "maxBodyBytes", "logLevel", "policy", "filter", "topology", "gang",
-                            "metrics", "schedulerNames", "learnedNodes", "limits", "binder", "queues"});
+  if (Status s =
+          checkKeys(w, root, "",
+                    {"listen", "maxBodyBytes", "logLevel", "policy", "filter", "topology", "gang", "metrics",
+                     "schedulerNames", "learnedNodes", "limits", "binder", "queues", "dra"});
       !s.isOk())
     return s;
   if (root["listen"]) {
@@ -461,6 +462,32 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
   if (const YAML::Node queues = root["queues"]) {
     if (Status st = parseQueues(w, queues, &c.queues); !st.isOk()) return st;
   }
+  if (const YAML::Node dra = root["dra"]) {
+    if (Status st = checkKeys(w, dra, "dra", {"gpuDrivers", "gpuDeviceClasses"}); !st.isOk()) return st;
+    // A DRA driver or DeviceClass name is a DNS subdomain; an empty list turns that side off.
+    auto names = [&](const char* key, std::vector<std::string>* out) -> Status {
+      const YAML::Node list = dra[key];
+      if (!list) return Status::ok();
+      const std::string where = std::string("dra.") + key;
+      if (!list.IsSequence()) return w.at(list, where, "must be a list of names, e.g. [gpu.nvidia.com]");
+      out->clear();
+      for (size_t i = 0; i < list.size(); ++i) {
+        const std::string item = where + "[" + std::to_string(i) + "]";
+        Result<std::string> v = scalar<std::string>(w, list[i], item, "a DRA driver or DeviceClass name");
+        if (!v.isOk()) return v.status();
+        if (!isDnsSubdomain(v.value())) {
+          return w.at(list[i], item,
+                      "\"" + v.value() +
+                          "\" is not a DNS subdomain: use lower-case letters, digits, '-' and '.' (e.g. "
+                          "gpu.nvidia.com)");
+        }
+        out->push_back(v.value());
+      }
+      return Status::ok();
+    };
+    if (Status st = names("gpuDrivers", &c.dra_gpu_drivers); !st.isOk()) return st;
+    if (Status st = names("gpuDeviceClasses", &c.dra_gpu_device_classes); !st.isOk()) return st;
+  }
   if (const YAML::Node learned = root["learnedNodes"]) {
     if (Status st = checkKeys(w, learned, "learnedNodes", {"maxNodes", "ttlSeconds"}); !st.isOk()) return st;
     if (learned["maxNodes"]) {
@@ -572,6 +599,14 @@ std::string formatServeConfig(const ServeConfig& c) {
   out << YAML::EndSeq;
   out << YAML::Key << "binder" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "workers" << YAML::Value << c.bind_workers;
+  out << YAML::EndMap;
+  out << YAML::Key << "dra" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "gpuDrivers" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const std::string& name : c.dra_gpu_drivers) out << name;
+  out << YAML::EndSeq;
+  out << YAML::Key << "gpuDeviceClasses" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const std::string& name : c.dra_gpu_device_classes) out << name;
+  out << YAML::EndSeq;
   out << YAML::EndMap;
   out << YAML::Key << "learnedNodes" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "maxNodes" << YAML::Value << c.learned_max_nodes;

@@ -27,6 +27,9 @@
 //                                   # nodes) | on | off; aggregates are always exported
 //     perNodeSeriesOffAt: 1000      # auto: off at this many GPU nodes and more
 //   schedulerNames: [troupe-scheduler]  # Kubernetes mode: bind only pods of these profiles
+//   dra:                            # Kubernetes mode: GPUs a DRA driver serves (docs/dra.md)
+//     gpuDrivers: [gpu.nvidia.com]  # ResourceSlice drivers whose devices are whole GPUs
+//     gpuDeviceClasses: [gpu.nvidia.com]  # DeviceClasses a claim asks GPUs of
 //   binder:
 //     workers: 8                    # Kubernetes mode: Bindings in flight at once (1-256)
 //   learnedNodes:                   # learn mode only (neither --cluster nor the API)
@@ -119,6 +122,8 @@ struct ServeConfig {
   size_t max_gangs = 10000;
   adapters::PerNodeSeries per_node_series;
   std::vector<std::string> scheduler_names = {"troupe-scheduler"};
+  std::vector<std::string> dra_gpu_drivers = {model::kDefaultDraGpuDriver};
+  std::vector<std::string> dra_gpu_device_classes = {model::kDefaultDraGpuDriver};
   // Kubernetes mode: Bindings in flight at once (binder.workers); each worker sends one.
   int bind_workers = 8;
   size_t learned_max_nodes = 10000;
