@@ -58,8 +58,8 @@ struct GangNotice {
   };
   Kind kind = Kind::kPlanned;
   std::string pod_uid, pod_ns, pod_name, gang, message;
-  bool native =
-      false;  // the gang is a native PodGroup (spec.schedulingGroup): its status is Troupe's to tell
+  // The gang is a native PodGroup (spec.schedulingGroup): its status is Troupe's to tell.
+  bool native = false;
 };
 using GangObserver = std::function<void(const GangNotice&)>;
 

@@ -246,4 +246,19 @@ std::string formatGpus(const std::vector<int>& gpus) {
   return out;
 }
 
+std::vector<ApiCondition> conditionsOf(const Json& object) {
+  std::vector<ApiCondition> out;
+  const Json* status = adapters::field(object, "status");
+  const Json* conds = status ? adapters::field(*status, "conditions") : nullptr;
+  if (!conds || !conds->is_array()) return out;
+  for (const Json& c : *conds) {
+    if (!c.is_object()) continue;
+    out.push_back(ApiCondition{
+        adapters::textOf(adapters::field(c, "type")), adapters::textOf(adapters::field(c, "status")),
+        adapters::textOf(adapters::field(c, "reason")), adapters::textOf(adapters::field(c, "message")),
+        adapters::textOf(adapters::field(c, "lastTransitionTime"))});
+  }
+  return out;
+}
+
 }  // namespace troupe::kube

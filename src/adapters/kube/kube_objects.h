@@ -65,4 +65,16 @@ std::string formatApiTime(std::chrono::system_clock::time_point t);
 // "0,1,2,3"
 std::string formatGpus(const std::vector<int>& gpus);
 
+// One entry of an object's status.conditions (metav1.Condition).
+struct ApiCondition {
+  std::string type;
+  std::string status;  // "True" | "False"
+  std::string reason;
+  std::string message;
+  std::string last_transition;  // RFC 3339
+};
+
+// The object's status.conditions (a Queue's, a PodGroup's); none when absent or unreadable.
+std::vector<ApiCondition> conditionsOf(const Json& object);
+
 }  // namespace troupe::kube

@@ -86,17 +86,12 @@ bool PodGroupStatusWriter::write(const std::string& key, const Pending& p) {
   const std::string status = p.scheduled ? "True" : "False";
   const std::string reason = p.scheduled ? "Scheduled" : "Unschedulable";
   std::string transition = formatApiTime(wall_ ? wall_() : std::chrono::system_clock::now());
-  const Json* conds = nullptr;
-  if (auto s = obj.find("status"); s != obj.end() && s->is_object()) {
-    if (auto c = s->find("conditions"); c != s->end() && c->is_array()) conds = &*c;
-  }
-  for (const Json& c : conds ? *conds : Json::array()) {
-    if (!c.is_object() || c.value("type", "") != kPodGroupScheduled) continue;
-    const std::string was = c.value("status", "");
+  for (const ApiCondition& c : conditionsOf(obj)) {
+    if (c.type != kPodGroupScheduled) continue;
     // kube-scheduler's rule: a scheduled group is not reported unschedulable afterwards.
-    if (was == "True" && !p.scheduled) return true;
-    if (was == status && c.value("reason", "") == reason && c.value("message", "") == p.message) return true;
-    if (was == status) transition = c.value("lastTransitionTime", transition);
+    if (c.status == "True" && !p.scheduled) return true;
+    if (c.status == status && c.reason == reason && c.message == p.message) return true;
+    if (c.status == status && !c.last_transition.empty()) transition = c.last_transition;
   }
   int64_t generation = 0;
   if (auto m = obj.find("metadata"); m != obj.end() && m->is_object()) {

@@ -11,10 +11,10 @@ bool validMin(const Json& v) {
   return v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= 100000;
 }
 
+// The object's field `key`, or nullptr when absent or null (`basic: null` is no policy).
 const Json* member(const Json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find(key);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
+  const Json* v = adapters::field(object, key);
+  return v && !v->is_null() ? v : nullptr;
 }
 
 }  // namespace

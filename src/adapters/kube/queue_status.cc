@@ -100,21 +100,6 @@ Json queueStatusPatch(const sched::QueueStatus& s, const std::vector<QueueCondit
   return Json{{"status", status}};
 }
 
-std::vector<QueueCondition> conditionsOf(const Json& queue) {
-  std::vector<QueueCondition> out;
-  const Json* status = adapters::field(queue, "status");
-  const Json* conds = status ? adapters::field(*status, "conditions") : nullptr;
-  if (!conds || !conds->is_array()) return out;
-  for (const Json& c : *conds) {
-    if (!c.is_object()) continue;
-    out.push_back(QueueCondition{
-        adapters::textOf(adapters::field(c, "type")), adapters::textOf(adapters::field(c, "status")),
-        adapters::textOf(adapters::field(c, "reason")), adapters::textOf(adapters::field(c, "message")),
-        adapters::textOf(adapters::field(c, "lastTransitionTime"))});
-  }
-  return out;
-}
-
 QueueStatusWriter::QueueStatusWriter(KubeTransport& api, Statuses statuses, adapters::Logger& logger,
                                      std::function<std::set<std::string>()> objects, WallClock wall)
     : api_(api),

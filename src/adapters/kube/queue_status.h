@@ -21,17 +21,12 @@
 #include "adapters/common/kube_json.h"
 #include "adapters/common/logger.h"
 #include "adapters/kube/api_client.h"
+#include "adapters/kube/kube_objects.h"
 #include "troupe/sched/queue_book.h"
 
 namespace troupe::kube {
 
-struct QueueCondition {
-  std::string type;
-  std::string status;  // "True" | "False"
-  std::string reason;
-  std::string message;
-  std::string last_transition;  // RFC 3339
-};
+using QueueCondition = ApiCondition;
 
 // The three conditions of `status`, keeping each previous lastTransitionTime while its status
 // stays the same; `now` is the time of a transition.
@@ -42,9 +37,6 @@ std::vector<QueueCondition> queueConditions(const sched::QueueStatus& status,
 // The merge-patch body: {"status": {...}}.
 adapters::Json queueStatusPatch(const sched::QueueStatus& status,
                                 const std::vector<QueueCondition>& conditions);
-
-// Conditions as a Queue object shows them (status.conditions); none when absent or unreadable.
-std::vector<QueueCondition> conditionsOf(const adapters::Json& queue);
 
 class QueueStatusWriter {
  public:
