@@ -16,6 +16,11 @@ double Policy::rankValue(const model::NodeState& node, const GpuRequest& req,
   return score(node, req, context).value;
 }
 
+double Policy::scarcityPenalty(const model::NodeState& /*node*/, const GpuRequest& /*req*/,
+                               const ModelPressure& /*pressure*/) const {
+  return 0.0;
+}
+
 // The built-in troupe always exists with default arguments, so value() cannot fail here.
 PolicyConfig::PolicyConfig() : policy_(builtinPolicies().create("troupe").value()) {}
 

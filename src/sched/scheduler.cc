@@ -265,12 +265,30 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
     holdForReclaimLocked(queue, out, &passed_nodes);
   }
   if (config_.narrow_to_best && out.passed.size() > 1) {
-    const int best = narrowToBest(*config_.policy, req.value(), mix_window_.current(),
-                                  config_.remember_scores ? &score_memo_ : nullptr, passed_nodes, out);
+    const std::shared_ptr<const RequestMix> mix = mix_window_.current();
+    const ModelPressure pressure = modelPressureLocked(*mix);
+    const int best =
+        narrowToBest(*config_.policy, req.value(), mix, config_.remember_scores ? &score_memo_ : nullptr,
+                     passed_nodes, out, &pressure);
     passed_nodes.assign(1, passed_nodes[static_cast<size_t>(best)]);
   }
   recordPassedLocked(pod.uid, seq, out.passed, &passed_nodes);
   return out;
+}
+
+ModelPressure Scheduler::modelPressureLocked(const RequestMix& mix) const {
+  if (mix.constrained().empty()) return {};
+  std::vector<std::pair<std::string, int64_t>> free_by_product;
+  cluster_.forEachNode([&](const model::NodeState& node) {
+    if (node.gpuCount() == 0) return true;
+    const std::string& product = node.info().gpu_product;
+    auto it = std::find_if(free_by_product.begin(), free_by_product.end(),
+                           [&](const auto& p) { return p.first == product; });
+    if (it == free_by_product.end()) it = free_by_product.insert(free_by_product.end(), {product, 0});
+    it->second += static_cast<int64_t>(node.gpuCount()) * model::kMilliPerGpu - node.usedMilliTotal();
+    return true;
+  });
+  return ModelPressure::compute(mix, free_by_product);
 }
 
 FilterResult Scheduler::filterSingleLocked(const GpuRequest& req, const std::vector<std::string>& node_names,

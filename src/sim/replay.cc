@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "troupe/sched/choose_node.h"
+#include "troupe/sched/model_pressure.h"
 #include "troupe/sched/placement.h"
 #include "troupe/sched/request_mix.h"
 #include "troupe/sim/defrag.h"
@@ -168,6 +169,22 @@ RunResult replay(const ReplayInput& in) {
   MixSource mix(pods, policy, in.in_order);
   const sched::TieBreak ties = in.in_order ? sched::TieBreak::kNodeOrder : policy.tieBreak();
   const sched::Draw draw = [&rng](int n) { return rng.intn(n); };
+  // Free milli-GPU per product, kept as pods land: the model-scarcity term's input.
+  std::vector<std::pair<std::string, int64_t>> free_by_product;
+  std::vector<size_t> product_of(nodes.size());
+  {
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const model::NodeInfo& info = nodes[i].info();
+      auto [it, added] = index.try_emplace(info.gpu_product, free_by_product.size());
+      if (added) free_by_product.emplace_back(info.gpu_product, 0);
+      product_of[i] = it->second;
+      free_by_product[it->second].second += static_cast<int64_t>(info.gpu_count) * model::kMilliPerGpu;
+    }
+  }
+  sched::ModelPressure pressure;
+  bool pressure_stale = true;
+  uint32_t pressure_epoch = 0;
   int64_t arrived = 0, used = 0;
   std::vector<size_t> feasible;
   feasible.reserve(nodes.size());
@@ -201,6 +218,11 @@ RunResult replay(const ReplayInput& in) {
     sched::Placement placement;
     if (!feasible.empty()) {
       const sched::ScoreContext ctx = mix.context();
+      if (ctx.mix && (pressure_stale || pressure_epoch != mix.epoch())) {
+        pressure = sched::ModelPressure::compute(*ctx.mix, free_by_product);
+        pressure_stale = false;
+        pressure_epoch = mix.epoch();
+      }
       // The memo's score when it is for this node state and mix, else a fresh one.
       auto scoreOf = [&](size_t node) -> const sched::NodeScore& {
         Memo& m = memoOf(node, pod);
@@ -211,7 +233,10 @@ RunResult replay(const ReplayInput& in) {
         return m.score;
       };
       const int k = sched::chooseNode(
-          feasible.size(), policy, ties, [&](size_t i) { return scoreOf(feasible[i]).value; },
+          feasible.size(), policy, ties,
+          [&](size_t i) {
+            return scoreOf(feasible[i]).value - policy.scarcityPenalty(nodes[feasible[i]], req, pressure);
+          },
           [&](size_t i) { return plan.node_rank[feasible[i]]; }, draw);
       chosen = feasible[static_cast<size_t>(k)];
       placement = scoreOf(*chosen).placement;
@@ -237,7 +262,11 @@ RunResult replay(const ReplayInput& in) {
         ++version[*chosen];
         placed_on = static_cast<int>(*chosen);
         ++result.placed;
-        if (req.wantsGpus()) used += req.totalMilli();
+        if (req.wantsGpus()) {
+          used += req.totalMilli();
+          free_by_product[product_of[*chosen]].second -= req.totalMilli();
+          pressure_stale = true;
+        }
         if (req.gpus > 1) {
           ++result.multi_gpu_placed;
           if (placement.best_possible) ++result.multi_gpu_best;

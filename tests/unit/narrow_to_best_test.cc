@@ -139,8 +139,47 @@ PodFacts podOf(const troupe::sim::TracePod& t) {
   if (t.num_gpu > 0 && t.gpu_milli >= 1000) c.limits["nvidia.com/gpu"] = std::to_string(t.num_gpu);
   if (t.num_gpu == 1 && t.gpu_milli < 1000)
     p.annotations["troupe.dev/gpu-milli"] = std::to_string(t.gpu_milli);
+  if (!t.gpu_spec.empty()) {
+    std::string models = t.gpu_spec;
+    std::replace(models.begin(), models.end(), '|', ',');
+    p.annotations["troupe.dev/gpu-model"] = models;
+  }
   p.containers.push_back(c);
   return p;
+}
+
+// The example trace, or (constrained) six copies of its nodes and three of its pods with every
+// third GPU pod limited to GPU models: past the request window's first refresh (500 requests)
+// the troupe policy then steers by model pressure while models still have room, which both
+// paths must compute alike.
+std::vector<troupe::sim::TraceNode> exampleNodes(const std::vector<troupe::sim::TraceNode>& trace,
+                                                 bool constrained) {
+  if (!constrained) return trace;
+  std::vector<troupe::sim::TraceNode> out;
+  for (int copy = 0; copy < 6; ++copy) {
+    for (troupe::sim::TraceNode n : trace) {
+      n.name += "-" + std::to_string(copy);
+      out.push_back(std::move(n));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return out;
+}
+
+std::vector<troupe::sim::TracePod> examplePods(const std::vector<troupe::sim::TracePod>& trace,
+                                               bool constrained) {
+  if (!constrained) return trace;
+  std::vector<troupe::sim::TracePod> out;
+  int gpu_pods = 0;
+  for (int copy = 0; copy < 3; ++copy) {
+    for (troupe::sim::TracePod p : trace) {
+      p.name += "-" + std::to_string(copy);
+      if (p.num_gpu > 0 && ++gpu_pods % 3 == 0) p.gpu_spec = gpu_pods % 2 ? "T4" : "V100M16|P100";
+      out.push_back(std::move(p));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return out;
 }
 
 TEST_CASE("narrowing: a live Scheduler places the example trace exactly as simulate --in-order",
@@ -153,9 +192,12 @@ TEST_CASE("narrowing: a live Scheduler places the example trace exactly as simul
   auto trace_pods = troupe::sim::parsePodCsv(*pod_text, "pods.csv");
   REQUIRE(trace_nodes.isOk());
   REQUIRE(trace_pods.isOk());
-  const std::vector<troupe::sim::TracePod>& pods = trace_pods.value();
+  const bool constrained = GENERATE(false, true);
+  INFO((constrained ? "three copies, a third of the GPU pods limited to models" : "the example trace"));
+  const std::vector<troupe::sim::TracePod> pods = examplePods(trace_pods.value(), constrained);
+  const std::vector<troupe::sim::TraceNode> nodes = exampleNodes(trace_nodes.value(), constrained);
   troupe::model::TopologyCatalog catalog;
-  auto cluster = troupe::sim::buildCluster(trace_nodes.value(), catalog);
+  auto cluster = troupe::sim::buildCluster(nodes, catalog);
   REQUIRE(cluster.isOk());
 
   for (std::string_view kind : {"troupe", "fgd", "best-fit"}) {
@@ -166,7 +208,6 @@ TEST_CASE("narrowing: a live Scheduler places the example trace exactly as simul
     in.in_order = true;
     const troupe::sim::RunResult sim = troupe::sim::replay(in);
     REQUIRE(sim.node_of.size() == pods.size());
-
     Scheduler live = narrowing(true, kind);
     // kube-scheduler's NodeResourcesFit runs first and hands Troupe only the nodes with room
     // for the pod's CPU, memory and nvidia.com/gpu (shares are invisible to it); this is its
@@ -176,7 +217,7 @@ TEST_CASE("narrowing: a live Scheduler places the example trace exactly as simul
       int64_t cpu, memory_mib, gpus;
     };
     std::vector<Room> rooms;
-    for (const auto& n : trace_nodes.value()) {
+    for (const auto& n : nodes) {
       if (n.gpus == 0) continue;
       add(live, factsOf(n));
       rooms.push_back({n.name, n.cpu_milli, n.memory_mib, n.gpus});

@@ -20,6 +20,7 @@
 
 #include "troupe/model/node.h"
 #include "troupe/sched/fragmentation.h"
+#include "troupe/sched/model_pressure.h"
 #include "troupe/sched/placement.h"
 #include "troupe/sched/request_mix.h"
 
@@ -61,6 +62,12 @@ class Policy {
   // draws its node (drawsNode) has no random stream live and ranks by something else.
   virtual double rankValue(const model::NodeState& node, const GpuRequest& req,
                            const ScoreContext& context) const;
+
+  // What ranking takes off score().value on `node` while GPU models are scarce
+  // (model_pressure.h). Apart from the value because the pressure moves with every placement
+  // and values are memoised per node state. 0 by default: the FGD paper's policies ignore it.
+  virtual double scarcityPenalty(const model::NodeState& node, const GpuRequest& req,
+                                 const ModelPressure& pressure) const;
 
   virtual TieBreak tieBreak() const { return TieBreak::kNodeOrder; }
 

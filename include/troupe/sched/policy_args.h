@@ -8,11 +8,14 @@
 namespace troupe::sched {
 
 // troupe's tie-break blend (config policy.weights): how much smaller nodes first (pack), the
-// chosen GPUs' connection (topology) and intact NVLink domains (domains) count.
+// chosen GPUs' connection (topology) and intact NVLink domains (domains) count; and how many
+// score points a unit of model pressure costs a request that could use another GPU model
+// (scarcity; model_pressure.h).
 struct TroupeArgs {
-  double pack_weight = 0.5;      // >= 0
-  double topology_weight = 0.4;  // >= 0
-  double domain_weight = 0.1;    // >= 0; at least one weight > 0
+  double pack_weight = 0.5;       // >= 0
+  double topology_weight = 0.4;   // >= 0
+  double domain_weight = 0.1;     // >= 0; at least one of the three > 0
+  double scarcity_weight = 50.0;  // >= 0; 0 = ignore scarce models
 };
 // Every problem, with its field path ("policy.weights.pack: must be >= 0, got -1").
 std::vector<std::string> validateTroupeArgs(const TroupeArgs& args);

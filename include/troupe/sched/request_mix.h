@@ -27,6 +27,13 @@ struct TypicalRequest {
   double probability = 0.0;
 };
 
+// The GPU request of one list of allowed models, as a share of every GPU request in the mix's
+// source (all of them, not only the typical ones): what the model-scarcity term reads.
+struct ConstrainedShare {
+  std::vector<std::string> models;
+  double share = 0.0;  // of the total milli-GPU requested
+};
+
 class RequestMix {
  public:
   // The most frequent shapes of `requests` covering `coverage` (0..1] of them, renormalised.
@@ -38,9 +45,12 @@ class RequestMix {
 
   const std::vector<TypicalRequest>& entries() const { return entries_; }
   bool empty() const { return entries_.empty(); }
+  // Requests that name GPU models, by list; empty when none does.
+  const std::vector<ConstrainedShare>& constrained() const { return constrained_; }
 
  private:
   std::vector<TypicalRequest> entries_;
+  std::vector<ConstrainedShare> constrained_;
 };
 
 // The live path's view of "recent": the last `capacity` GPU requests seen by filter, turned

@@ -29,6 +29,7 @@
 #include "troupe/sched/filter_result.h"
 #include "troupe/sched/gang.h"
 #include "troupe/sched/gang_book.h"
+#include "troupe/sched/model_pressure.h"
 #include "troupe/sched/node_learner.h"
 #include "troupe/sched/pending_pods.h"
 #include "troupe/sched/placement.h"
@@ -216,6 +217,9 @@ class Scheduler {
   // Filter for a pod on its own (or a member of an admitted gang): filterEachNode over the
   // model, with the gangs' drained nodes; caller holds mu_. With `passed_nodes`, also the
   // NodeState of each passing node, in `passed` order.
+  // Scarce GPU models now: the mix's constrained demand against the cluster's free GPUs per
+  // product (one pass over the nodes, only while some recent request names a model).
+  ModelPressure modelPressureLocked(const RequestMix& mix) const;
   FilterResult filterSingleLocked(const GpuRequest& req, const std::vector<std::string>& node_names,
                                   const std::string& own_gang = "",
                                   std::vector<const model::NodeState*>* passed_nodes = nullptr) const;

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""Rebuilds the FGD artifact's constrained openb trace (openb_pod_list_gpuspec33.csv).
+
+Usage:
+  tools/artifact_gpuspec.py [--pods DEFAULT_CSV] [--models MODELS_CSV] > gpuspec33.csv
+
+The variant is the default pod list with the gpu_spec column filled for the pods named in
+MODELS_CSV (name,gpu_spec; default tests/data/fgd-artifact/gpuspec33-models.csv). DEFAULT_CSV
+defaults to ../shared/data/alibaba-gpu-v2023/openb_pod_list_default.csv. Then:
+  troupe simulate --nodes ../shared/data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv \\
+      --pods gpuspec33.csv
+gives the artifact's published FGD figure for it, 12.16% unallocated (seeds 42..51).
+"""
+import argparse
+import csv
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pods", default=os.path.join(ROOT, "..", "shared", "data", "alibaba-gpu-v2023",
+                                                   "openb_pod_list_default.csv"))
+    ap.add_argument("--models", default=os.path.join(ROOT, "tests", "data", "fgd-artifact",
+                                                     "gpuspec33-models.csv"))
+    args = ap.parse_args()
+    for flag, path in (("--pods", args.pods), ("--models", args.models)):
+        if not os.path.isfile(path):
+            sys.exit(f"artifact_gpuspec.py: {flag} {path}: no such file")
+    with open(args.models, newline="") as f:
+        models = {r["name"]: r["gpu_spec"] for r in csv.DictReader(f)}
+    with open(args.pods, newline="") as f:
+        reader = csv.DictReader(f)
+        if "gpu_spec" not in (reader.fieldnames or []):
+            sys.exit(f"artifact_gpuspec.py: --pods {args.pods}: no gpu_spec column")
+        out = csv.DictWriter(sys.stdout, fieldnames=reader.fieldnames, lineterminator="\n")
+        out.writeheader()
+        seen = 0
+        for row in reader:
+            if row["name"] in models:
+                row["gpu_spec"] = models[row["name"]]
+                seen += 1
+            out.writerow(row)
+    if seen != len(models):
+        sys.exit(f"artifact_gpuspec.py: {len(models) - seen} pods of --models are not in --pods")
+
+
+if __name__ == "__main__":
+    main()
