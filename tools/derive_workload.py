@@ -35,21 +35,39 @@ import csv
 import random
 import sys
 
-# gpu_spec lists and how often each occurs among the constrained pods of the first 220 rows of
-# the FGD artifact's data/csv/openb_pod_list_gpuspec33_cpu0.csv (70 constrained of 220 GPU
-# pods), by the kind of pod they constrain. Counted by hand from that file; the artifact's full
-# list is not in shared/data.
+# gpu_spec lists and how often each occurs among the constrained pods of the FGD artifact's
+# openb_pod_list_gpuspec33.csv (2,388 constrained of 7,064 GPU pods; its lists are in
+# tests/data/fgd-artifact/gpuspec33-models.csv), by the kind of pod they constrain. Lists are
+# kept as the artifact spells them (a repeated model included).
 SPEC_WEIGHTS = {
-    "sharing": [("T4", 17), ("P100", 5), ("G2|P100|T4|V100M16|V100M32", 2)],
+    "sharing": [("T4", 593), ("P100", 278), ("G2|P100|T4|V100M16|V100M32", 13)],
     "whole": [
-        ("T4", 16),
-        ("V100M16|V100M32", 13),
-        ("G2", 9),
-        ("P100|V100M16|V100M32", 3),
-        ("P100|T4|V100M16|V100M32", 2),
-        ("G3", 2),
+        ("T4", 698),
+        ("G2", 321),
+        ("V100M16|V100M32", 137),
+        ("P100|V100M16|V100M32", 102),
+        ("G3", 80),
+        ("P100|T4|V100M16|V100M32", 33),
+        ("G2|P100|T4|V100M16|V100M32", 26),
+        ("A10|G2|T4|V100M16|V100M32", 24),
+        ("V100M16|V100M32|V100M32", 19),
+        ("V100M32", 18),
+        ("A10|T4", 6),
+        ("P100|V100M16", 4),
+        ("A10|G2|P100|T4|V100M16|V100M32|V100M32", 3),
+        ("V100M16", 3),
+        ("P100", 1),
+        ("T4|V100M16|V100M32", 1),
     ],
-    "multi": [("G2", 1)],
+    "multi": [
+        ("G2", 10),
+        ("G3", 6),
+        ("V100M16|V100M32", 4),
+        ("V100M16|V100M32|V100M32", 3),
+        ("T4|V100M16|V100M32", 2),
+        ("V100M32", 2),
+        ("P100|V100M16|V100M32", 1),
+    ],
 }
 
 
@@ -207,7 +225,7 @@ def constrain(pods, nodes, share, rng):
             break
         kind = kind_of(pods[i])
         choices = [(s, w) for s, w in SPEC_WEIGHTS[kind] if hostable(pods[i], nodes, s)]
-        if not choices and kind == "multi":  # the sample has one multi-GPU pod (on G2)
+        if not choices and kind == "multi":  # no multi-GPU list fits this pod: a whole one
             choices = [(s, w) for s, w in SPEC_WEIGHTS["whole"] if hostable(pods[i], nodes, s)]
         if not choices:
             continue
