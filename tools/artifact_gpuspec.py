@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Rebuilds the FGD artifact's constrained openb trace (openb_pod_list_gpuspec33.csv).
+"""Rebuilds the FGD artifact's GPU-model-constrained openb traces (openb_pod_list_gpuspecNN.csv).
 
 Usage:
-  tools/artifact_gpuspec.py [--pods DEFAULT_CSV] [--models MODELS_CSV] > gpuspec33.csv
+  tools/artifact_gpuspec.py [--variant gpuspecNN] [--pods DEFAULT_CSV] [--models MODELS_CSV] > out.csv
 
-The variant is the default pod list with the gpu_spec column filled for the pods named in
-MODELS_CSV (name,gpu_spec; default tests/data/fgd-artifact/gpuspec33-models.csv). DEFAULT_CSV
-defaults to ../shared/data/alibaba-gpu-v2023/openb_pod_list_default.csv. Then:
+A variant (gpuspec05, gpuspec10, gpuspec20, gpuspec25 or gpuspec33, the default) is the default
+pod list with the gpu_spec column filled for the pods named in MODELS_CSV (name,gpu_spec;
+default tests/data/fgd-artifact/VARIANT-models.csv); every other column is the default list's.
+DEFAULT_CSV defaults to ../shared/data/alibaba-gpu-v2023/openb_pod_list_default.csv. Then
   troupe simulate --nodes ../shared/data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv \\
-      --pods gpuspec33.csv
-gives the artifact's published FGD figure for it, 12.16% unallocated (seeds 42..51).
+      --pods out.csv
+replays it; for gpuspec33 fgd gives the artifact's published 12.16% unallocated (seeds 42..51).
 """
 import argparse
 import csv
@@ -23,9 +24,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pods", default=os.path.join(ROOT, "..", "shared", "data", "alibaba-gpu-v2023",
                                                    "openb_pod_list_default.csv"))
-    ap.add_argument("--models", default=os.path.join(ROOT, "tests", "data", "fgd-artifact",
-                                                     "gpuspec33-models.csv"))
+    ap.add_argument("--variant", default="gpuspec33",
+                    choices=["gpuspec05", "gpuspec10", "gpuspec20", "gpuspec25", "gpuspec33"])
+    ap.add_argument("--models", help="name,gpu_spec CSV (default: the variant's in tests/data/fgd-artifact/)")
     args = ap.parse_args()
+    if not args.models:
+        args.models = os.path.join(ROOT, "tests", "data", "fgd-artifact", args.variant + "-models.csv")
     for flag, path in (("--pods", args.pods), ("--models", args.models)):
         if not os.path.isfile(path):
             sys.exit(f"artifact_gpuspec.py: {flag} {path}: no such file")

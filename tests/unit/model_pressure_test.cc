@@ -1,5 +1,7 @@
 // Model pressure (model_pressure.h): what the constrained requests of the mix will want of each
 // GPU model, against its free capacity; and the troupe policy steering by it.
+#include "troupe/sched/model_pressure.h"
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <random>
@@ -9,7 +11,6 @@
 
 #include "policy_test_support.h"
 #include "support/fixtures.h"
-#include "troupe/sched/model_pressure.h"
 #include "troupe/sched/policy_registry.h"
 #include "troupe/sched/request_mix.h"
 #include "troupe/sched/scheduler.h"
@@ -120,8 +121,9 @@ TEST_CASE("troupe: a pod that may use any model leaves the scarce one to the pod
   }
   // The recent requests: most can use only T4s (500 of them refresh the request window).
   for (int i = 0; i < 500; ++i) {
-    auto pod = troupe::testing::gpuPod("t4-" + std::to_string(i), 1,
-                                       i % 4 == 0 ? troupe::sched::StringMap{} : troupe::sched::StringMap{{"troupe.dev/gpu-model", "T4"}});
+    auto pod = troupe::testing::gpuPod(
+        "t4-" + std::to_string(i), 1,
+        i % 4 == 0 ? troupe::sched::StringMap{} : troupe::sched::StringMap{{"troupe.dev/gpu-model", "T4"}});
     s.filter(pod, {});
     s.forgetPod(pod.uid);
   }
@@ -147,5 +149,6 @@ TEST_CASE("troupe: a pod that may use any model leaves the scarce one to the pod
   CHECK(troupe_with(50)->scarcityPenalty(g2, whole(1), pressure) == 0.0);
   CHECK(troupe_with(50)->scarcityPenalty(t4, cpu_only, pressure) == 0.0);
   CHECK(troupe_with(0)->scarcityPenalty(t4, whole(1), pressure) == 0.0);
-  CHECK(troupe::sched::builtinPolicies().create("fgd").value()->scarcityPenalty(t4, whole(1), pressure) == 0.0);
+  CHECK(troupe::sched::builtinPolicies().create("fgd").value()->scarcityPenalty(t4, whole(1), pressure) ==
+        0.0);
 }

@@ -30,7 +30,9 @@ TEST_CASE("troupe: among equally fragmenting nodes the pack weight puts smaller 
   tt::SmallCluster c;
   troupe::model::NodeState& big = c.add("big", 8);
   troupe::model::NodeState& small = c.add("small", 4);
-  const RequestMix mix = wholeGpuMix();
+  // Whole GPUs and half GPUs: shares carry a third of the GPU request.
+  const RequestMix mix = RequestMix::fromRequests({tt::request(1), tt::request(1, 500), tt::request(1, 500)});
+  REQUIRE(mix.sharingShare() == Approx(0.5));
   const troupe::sched::ScoreContext context{&mix, nullptr};
   const auto req = tt::request(1);
   const auto defaults = tt::builtin("troupe");
@@ -41,6 +43,14 @@ TEST_CASE("troupe: among equally fragmenting nodes the pack weight puts smaller 
   args.troupe = {0.0, 1.0, 0.0};
   const auto topology_only = tt::builtin("troupe", args);
   CHECK(topology_only->score(small, req, context).value == topology_only->score(big, req, context).value);
+  // Where shares carry under a quarter of the recent GPU request, the pack term is off too (the
+  // fixed node order placed better there); before any request is seen it is on.
+  const RequestMix whole = wholeGpuMix();
+  REQUIRE(whole.sharingShare() == 0.0);
+  const troupe::sched::ScoreContext whole_context{&whole, nullptr};
+  CHECK(defaults->score(small, req, whole_context).value == defaults->score(big, req, whole_context).value);
+  const troupe::sched::ScoreContext unseen{&RequestMix::defaults(), nullptr};
+  CHECK(defaults->score(small, req, unseen).value > defaults->score(big, req, unseen).value);
 }
 
 TEST_CASE("troupe: a multi-GPU pod takes the node's best-connected GPUs", "[policy][troupe]") {

@@ -47,10 +47,13 @@ class RequestMix {
   bool empty() const { return entries_.empty(); }
   // Requests that name GPU models, by list; empty when none does.
   const std::vector<ConstrainedShare>& constrained() const { return constrained_; }
+  // The part of the GPU request (milli-GPU) that shares a GPU: 0..1, 0 with no GPU request.
+  double sharingShare() const { return sharing_share_; }
 
  private:
   std::vector<TypicalRequest> entries_;
   std::vector<ConstrainedShare> constrained_;
+  double sharing_share_ = 0.0;
 };
 
 // The live path's view of "recent": the last `capacity` GPU requests seen by filter, turned
