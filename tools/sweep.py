@@ -46,6 +46,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -529,8 +530,6 @@ def main(argv):
         results = sweep.execute(a.points)
     finally:
         if a.drop_cache:
-            import shutil
-
             shutil.rmtree(a.cache, ignore_errors=True)
     os.makedirs(a.out, exist_ok=True)
     write_runs(os.path.join(a.out, "runs.csv"), a.points, a.runs, a.policy, results)
