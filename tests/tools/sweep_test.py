@@ -159,7 +159,15 @@ class SweepTest(unittest.TestCase):
         last = table[("**all points**", "")]["troupe vs fgd"]
         self.assertAlmostEqual(float(re.search(r"([+-][0-9.]+)%", last).group(1)), statistics.fmean(rels), delta=0.005)
         with open(os.path.join(self.out, "table.md")) as f:
-            self.assertIn("troupe ≤ fgd at 1 of 2 points", f.read())
+            text = f.read()
+        self.assertIn("At 100% arrived: troupe ≤ fgd at 1 of 2 points", text)
+        rel130 = []
+        for axis, value in (("default", ""), ("cpu", "0.5")):
+            m = {p: statistics.fmean(float(r["unallocated_pct_130"]) for r in rows
+                                     if (r["axis"], r["value"], r["policy"]) == (axis, value, p)) for p in ("troupe", "fgd")}
+            rel130.append((m["troupe"] - m["fgd"]) / m["fgd"] * 100)
+        self.assertIn(f"At 130% arrived (runs.csv): troupe ≤ fgd at 1 of 2 points; average relative difference "
+                      f"{statistics.fmean(rel130):+.2f}%", text)
 
         # sweep.svg: well-formed, four panels, a line per policy on the cpu panel and on each
         # panel the default point sits on, a legend entry per policy.
