@@ -48,6 +48,9 @@ step "build with -Werror and run the tests"
 scripts/build.sh build -DTROUPE_WERROR=ON -DTROUPE_BUILD_TESTS=ON
 ctest --test-dir build --output-on-failure
 
+step "tools: the placement-quality sweep (tests/tools/sweep_test.py, with build/troupe)"
+python3 tests/tools/sweep_test.py
+
 step "chart, dashboard and deploy/ manifests (scripts/chart-check.sh)"
 scripts/chart-check.sh
 
