@@ -33,10 +33,11 @@ Outputs in --out DIR:
              policy with sd error bars (the default point sits at the pod list's own value)
 
 --cache DIR keeps each (point, run, policy) result as a JSON file, keyed by the node list, the
-pod list, tools/derive_workload.py, the point, the seeds and the policy. A re-run simulates only
-what is missing, so adding a policy or a point is cheap. The troupe binary is not part of the
-key: after changing a policy, --recompute troupe simulates that policy's runs again (and
-refreshes them in the cache). Progress goes to stderr.
+content of the run's workload, the replay seed and the policy. A re-run derives the workloads
+(seconds) and simulates only what is missing, so adding a policy or a point is cheap, and a change
+to tools/derive_workload.py recomputes only the points whose workloads it changes. The troupe
+binary is not part of the key: after changing a policy, --recompute troupe simulates that
+policy's runs again (and refreshes them in the cache). Progress goes to stderr.
 """
 
 import argparse
@@ -68,7 +69,7 @@ AXIS_TITLES = {
     "gpuspec": "share of GPU pods constrained to GPU models",
 }
 DEFAULT_POINTS = "default multigpu=0.1,0.2,0.3,0.4,0.5 gpushare=0.2,0.4,0.6,0.8,1.0 cpu=0,0.5,2,3 gpuspec=0.05,0.1,0.2,0.33"
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 class UsageError(Exception):
@@ -153,27 +154,18 @@ class Sweep:
     def __init__(self, args):
         self.args = args
         self.nodes_hash = file_hash(args.nodes)
-        self.pods_hash = file_hash(args.pods)
-        self.derive_hash = file_hash(DERIVE)
         self.simulate_calls = 0
 
     def seeds(self, run):
         return run, 41 + run  # workload seed, replay seed
 
-    def cache_path(self, axis, value, run, policy):
-        wseed, rseed = self.seeds(run)
-        key = {
-            "version": CACHE_VERSION,
-            "nodes": self.nodes_hash,
-            "pods": self.pods_hash,
-            # The generator only matters where it runs.
-            "derive": self.derive_hash if axis != "default" else "",
-            "axis": axis,
-            "value": value,
-            "workload_seed": wseed if axis != "default" else None,
-            "replay_seed": rseed,
-            "policy": policy,
-        }
+    def cache_path(self, axis, value, run, policy, workload_hash):
+        """Keyed by what the result depends on: the nodes, the workload's content (so a change to
+        the generator that leaves a point's workload alone keeps its results), the replay seed
+        and the policy. Not by the troupe binary: --recompute is for that."""
+        _, rseed = self.seeds(run)
+        key = {"version": CACHE_VERSION, "nodes": self.nodes_hash, "workload": workload_hash,
+               "replay_seed": rseed, "policy": policy}
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
         name = f"{axis}" + (f"-{fmt_value(value)}" if value is not None else "") + f"-run{run}-{digest}.json"
         return os.path.join(self.args.cache, policy, name)
@@ -187,8 +179,9 @@ class Sweep:
             return None
 
     def derive(self, axis, value, run, workdir):
+        """The run's workload file and the hash of its content."""
         if axis == "default":
-            return self.args.pods
+            return self.args.pods, file_hash(self.args.pods)
         path = os.path.join(workdir, f"{axis}-{fmt_value(value)}-seed{run}.csv")
         cmd = [sys.executable, DERIVE, "--pods", self.args.pods, "--nodes", self.args.nodes, "--seed", str(run)]
         cmd += [f"--{axis}", fmt_value(value)]
@@ -196,7 +189,7 @@ class Sweep:
             r = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"deriving {axis}={fmt_value(value)} seed {run} failed: {r.stderr.strip()}")
-        return path
+        return path, file_hash(path)
 
     def simulate(self, pods, run, policies):
         _, rseed = self.seeds(run)
@@ -224,18 +217,15 @@ class Sweep:
             raise RuntimeError(f"{' '.join(cmd)}: no result for {', '.join(missing)}")
         return got
 
-    def run_one(self, axis, value, run, policies, workdir):
-        """Derives one workload and simulates the policies it lacks; returns {policy: (u100, u130)}."""
+    def run_one(self, axis, value, run, policies, workload):
+        """Simulates the policies a run lacks and caches them; returns {policy: (u100, u130)}."""
         t0 = time.monotonic()
-        pods = self.derive(axis, value, run, workdir)
+        pods, workload_hash = workload
         got = self.simulate(pods, run, policies)
-        if pods != self.args.pods:
-            os.remove(pods)
         wseed, rseed = self.seeds(run)
-        for policy, (u100, u130) in got.items():
-            if policy not in policies:
-                continue
-            path = self.cache_path(axis, value, run, policy)
+        for policy in policies:
+            u100, u130 = got[policy]
+            path = self.cache_path(axis, value, run, policy, workload_hash)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             record = {
                 "axis": axis,
@@ -244,6 +234,7 @@ class Sweep:
                 "workload_seed": wseed if axis != "default" else None,
                 "replay_seed": rseed,
                 "policy": policy,
+                "workload_sha256": workload_hash,
                 "unallocated_pct_100": u100,
                 "unallocated_pct_130": u130,
             }
@@ -253,40 +244,48 @@ class Sweep:
             os.replace(tmp, path)  # a killed sweep never leaves half a file in the cache
         return got, time.monotonic() - t0
 
+    def parallel(self, pool, jobs, call):
+        """Runs call(*job) for each job on the pool; the first failure stops the sweep."""
+        futures = {pool.submit(call, *job): job for job in jobs}
+        for fut in concurrent.futures.as_completed(futures):
+            try:
+                yield futures[fut], fut.result()
+            except RuntimeError as e:
+                for f in futures:
+                    f.cancel()
+                fail(str(e), 1)
+
     def execute(self, points):
         a = self.args
         results = {}  # (axis, value, run, policy) -> (u100, u130)
-        todo = []
-        for axis, value in points:
-            for run in range(1, a.runs + 1):
+        runs = [(axis, value, run) for axis, value in points for run in range(1, a.runs + 1)]
+        t_start = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="troupe-sweep-") as workdir, \
+                concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+            # The workloads first: the cache is keyed by their content (deriving one takes well
+            # under a second; simulating it, seconds).
+            workloads = {}
+            for job, got in self.parallel(pool, [r + (workdir,) for r in runs], self.derive):
+                workloads[job[:3]] = got
+            todo = []
+            for axis, value, run in runs:
                 need = []
                 for policy in a.policy:
-                    hit = None if policy in a.recompute else self.cached(self.cache_path(axis, value, run, policy))
+                    path = self.cache_path(axis, value, run, policy, workloads[(axis, value, run)][1])
+                    hit = None if policy in a.recompute else self.cached(path)
                     if hit is None:
                         need.append(policy)
                     else:
                         results[(axis, value, run, policy)] = hit
                 if need:
-                    todo.append((axis, value, run, need))
-        total = len(points) * a.runs * len(a.policy)
-        sys.stderr.write(f"sweep: {len(points)} points x {a.runs} runs x {len(a.policy)} policies = {total} results; "
-                         f"{total - sum(len(t[3]) for t in todo)} from the cache, {len(todo)} simulate calls to make "
-                         f"({a.jobs} at once)\n")
-        t_start = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="troupe-sweep-") as workdir, \
-                concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
-            futures = {pool.submit(self.run_one, axis, value, run, need, workdir): (axis, value, run, need)
-                       for axis, value, run, need in todo}
-            done = 0
-            for fut in concurrent.futures.as_completed(futures):
-                axis, value, run, need = futures[fut]
-                try:
-                    got, seconds = fut.result()
-                except RuntimeError as e:
-                    for f in futures:
-                        f.cancel()
-                    fail(str(e), 1)
-                done += 1
+                    todo.append((axis, value, run, need, workloads[(axis, value, run)]))
+            total = len(runs) * len(a.policy)
+            sys.stderr.write(f"sweep: {len(points)} points x {a.runs} runs x {len(a.policy)} policies = {total} "
+                             f"results; {total - sum(len(t[3]) for t in todo)} from the cache, {len(todo)} simulate "
+                             f"calls to make ({a.jobs} at once); workloads derived in "
+                             f"{time.monotonic() - t_start:.0f} s\n")
+            for done, (job, (got, seconds)) in enumerate(self.parallel(pool, todo, self.run_one), 1):
+                axis, value, run, need, _ = job
                 for policy in need:
                     results[(axis, value, run, policy)] = got[policy]
                 label = axis if value is None else f"{axis}={fmt_value(value)}"

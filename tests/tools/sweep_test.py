@@ -216,6 +216,20 @@ class SweepTest(unittest.TestCase):
         r = self.sweep("--cache", self.cache, "--policy", "troupe,fgd,best-fit", "--runs", "3")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(len(self.calls()), 12 + 2)
+        # The key is the workload's content: the same pod list elsewhere hits the cache, one
+        # pod more misses it (both points: the cpu point derives from the list).
+        copy = os.path.join(self.dir, "pods-copy.csv")
+        with open(PODS) as f, open(copy, "w") as g:
+            g.write(f.read())
+        before = len(self.calls())
+        r = self.sweep("--cache", self.cache, "--policy", "troupe,fgd", "--pods", copy)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(self.calls()), before)
+        with open(copy, "a") as g:
+            g.write("example-pod-9999,1000,1024,1,500,\n")
+        r = self.sweep("--cache", self.cache, "--policy", "troupe,fgd", "--pods", copy)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(self.calls()), before + 4)
         # Without --cache nothing is kept between runs.
         before = len(self.calls())
         for _ in range(2):
