@@ -20,13 +20,10 @@ DefragAdvice Scheduler::adviseDefrag(const DefragAsk& ask, std::set<std::string>
     if (progress.planned || progress.admitted)
       return DefragAdvice{DefragAdvice::Outcome::kFitsNow, {}, 0, 0, ""};
   }
+  // Holds of pods between filter and bind are the caller's to pin (it knows which pods are
+  // unbound; PendingPods keeps a record past the bind); a gang's planned slots are gang holds.
   cluster_.forEachNode([&](const model::NodeState& node) {
-    if (node.gpuCount() == 0) return true;
-    in.nodes.push_back(&node);
-    // A hold of a pod between filter and bind (or a gang's planned slot) is not a running pod.
-    for (const auto& [uid, a] : node.allocations()) {
-      if (pending_.find(uid)) pinned.insert(uid);
-    }
+    if (node.gpuCount() > 0) in.nodes.push_back(&node);
     return true;
   });
   // By name: the advice must not depend on the model's hash order.

@@ -15,6 +15,7 @@
 #include "troupe/sched/gang_planner.h"
 #include "troupe/sched/placement.h"
 #include "troupe/sched/policy_registry.h"
+#include "troupe/sched/scheduler.h"
 
 namespace {
 
@@ -315,4 +316,37 @@ TEST_CASE("defrag advice: on random clusters a plan keeps nodes valid and makes 
   CHECK(plans >= 10);
   CHECK(gang_plans >= 2);
   CHECK(no_plans >= 5);
+}
+
+TEST_CASE("defrag advice through the Scheduler: its nodes in name order, the caller's pins",
+          "[sched][defrag_advice]") {
+  troupe::sched::Scheduler s{troupe::sched::SchedulerConfig{}};
+  // Upserted out of name order: the advice must not depend on the model's order.
+  for (const char* name : {"c", "a", "b"}) REQUIRE(s.upsertNode(troupe::testing::gpuNode(name, 8)).isOk());
+  auto hold = [&](const std::string& uid, const std::string& node, std::vector<int> gpus) {
+    Allocation a;
+    a.pod_uid = uid;
+    a.pod_key = "ns/" + uid;
+    a.node = node;
+    a.gpus = std::move(gpus);
+    REQUIRE(s.recordAllocation(a).isOk());
+  };
+  hold("c1", "c", {0});
+  hold("a1", "a", {0});
+  hold("b1", "b", {0, 1, 2, 3});
+  const DefragAsk ask{"ns/big", whole(8), 1};
+  DefragAdvice advice = s.adviseDefrag(ask, {}, 4);
+  REQUIRE(advice.outcome == Outcome::kPlan);
+  CHECK(advice.freed[0].node == "a");  // a and c tie; a comes first by name
+  CHECK(advice.freed[0].moves[0].to == "b");
+  advice = s.adviseDefrag(ask, {"a1"}, 4);
+  REQUIRE(advice.outcome == Outcome::kPlan);
+  CHECK(advice.freed[0].node == "c");
+  // Both 1-GPU pods pinned: the 4-GPU pod moves instead.
+  advice = s.adviseDefrag(ask, {"a1", "c1"}, 4);
+  REQUIRE(advice.outcome == Outcome::kPlan);
+  CHECK(advice.freed[0].node == "b");
+  CHECK(advice.milli_moved == 4000);
+  CHECK(s.adviseDefrag(ask, {"a1", "b1", "c1"}, 4).outcome == Outcome::kNoPlan);
+  CHECK(s.adviseDefrag({"ns/small", whole(2), 1}, {}, 4).outcome == Outcome::kFitsNow);
 }

@@ -191,8 +191,9 @@ class Scheduler {
 
   // --- defragmentation advice (defrag_advice.h) --------------------------------------------
   // The fewest moves of running pods after which `ask` would fit, planned on the GPU nodes as
-  // they are now (under the model lock, on copies). `pinned` pods stay; so do pods between
-  // filter and bind. A gang that holds a plan or is admitted waits for nothing: kFitsNow.
+  // they are now (under the model lock, on copies). `pinned` pods stay: the caller names the
+  // unbound ones (a hold between filter and bind is not a running pod). A gang that holds a
+  // plan or is admitted waits for nothing: kFitsNow.
   DefragAdvice adviseDefrag(const DefragAsk& ask, std::set<std::string> pinned, int max_moves) const;
 
   // by_node is filled only while the GPU nodes number at most max_node_rows: a caller that
