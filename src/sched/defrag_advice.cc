@@ -135,6 +135,28 @@ class Planner {
     return a.gang.empty() && a.unknown_gpus == 0 && !a.gpus.empty() && !in_.pinned.contains(a.pod_uid);
   }
 
+  // At least how many moves node i needs before the request could fit there (0: it cannot be
+  // freed for it, or needs none): its movable pods, most GPUs first, until the GPUs free or
+  // freed cover the request. Topology may need more.
+  int movesBound(size_t i) const {
+    const model::NodeState& node = overlay_.at(i);
+    const GpuRequest& req = ask_.request;
+    if (!usable(node) || claimed_.contains(i) || fitOf(findMisfit(node, req)) == Fit::kNever) return 0;
+    if (fitsOn(node, req)) return 0;
+    std::vector<int> sizes;
+    for (const auto& [uid, a] : node.allocations()) {
+      if (movable(a)) sizes.push_back(static_cast<int>(a.gpus.size()));
+    }
+    std::sort(sizes.rbegin(), sizes.rend());
+    int have = node.wholeFreeCount(), moves = 0;
+    for (int n : sizes) {
+      if (have >= req.gpus && moves > 0) break;
+      have += n;
+      ++moves;
+    }
+    return have >= req.gpus ? moves : 0;
+  }
+
   // The feasible pod sets of node i, appended to `found` (at most a few, cheapest first).
   void candidatesOf(size_t i, int budget, std::vector<Freeing>& found) {
     const model::NodeState& node = overlay_.at(i);
@@ -258,8 +280,30 @@ class Planner {
   bool freeOne(DefragAdvice& out) {
     const int budget = in_.max_moves - out.moves;
     if (budget <= 0) return false;
+    // Nodes by the fewest moves that could free enough GPUs there (a lower bound: the largest
+    // movable pods first), so the search stops at the first size that works instead of
+    // enumerating every node.
+    std::vector<std::pair<int, size_t>> order;
+    for (size_t i = 0; i < overlay_.size(); ++i) {
+      if (const int bound = movesBound(i); bound > 0 && bound <= budget) order.emplace_back(bound, i);
+    }
+    std::sort(order.begin(), order.end());
     std::vector<Freeing> found;
-    for (size_t i = 0; i < overlay_.size() && checks_ < in_.max_checks; ++i) candidatesOf(i, budget, found);
+    size_t best_size = 0, at_best = 0;
+    for (const auto& [bound, i] : order) {
+      if (checks_ >= in_.max_checks) break;
+      if (best_size > 0 && (static_cast<size_t>(bound) > best_size || at_best >= in_.max_relocations)) break;
+      const size_t before = found.size();
+      candidatesOf(i, budget, found);
+      for (size_t k = before; k < found.size(); ++k) {
+        const size_t size = found[k].pods.size();
+        if (best_size == 0 || size < best_size) {
+          best_size = size;
+          at_best = 0;
+        }
+        if (size == best_size) ++at_best;
+      }
+    }
     std::sort(found.begin(), found.end(), better);
     for (const Freeing& f : found) {
       if (relocations_ >= in_.max_relocations) return false;

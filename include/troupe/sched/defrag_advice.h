@@ -7,7 +7,10 @@
 //   - the movable pods on X: not a gang member, GPU indices known, not pinned (pending or held
 //     pods the caller names); at most kMaxPodsPerNode of them, fewest milli-GPUs first;
 //   - a quick bound first: X is skipped when its GPUs free or held only by movable pods are
-//     fewer than the request needs;
+//     fewer than the request needs; the others are searched in order of the fewest moves that
+//     could free enough GPUs (largest movable pods first), and the search stops at nodes whose
+//     bound exceeds the smallest working set found (or once max_relocations sets of that size
+//     are in hand);
 //   - subsets of those pods, smallest first (up to max_moves), each tested by taking them off a
 //     scratch copy of X: does the request fit there then (findMisfit, placeOnNode)? Sizes past
 //     the first feasible one + 1 are not enumerated (only kept as fallbacks for relocation).
@@ -23,7 +26,8 @@
 // A gang: nodes are freed one at a time (the best freeing each round, on the copies left by
 // the rounds before) until planGang places every member on the copies, or max_moves is spent.
 //
-// Cost: per request O(N) findMisfit for the "fits now" check, O(N * pods) for the bounds,
+// Cost: per request O(N) findMisfit for the "fits now" check, O(N * pods) for the bounds and
+// an O(N log N) sort of the nodes by bound,
 // at most max_checks subset tests in all, and at most max_relocations relocation attempts of
 // O(max_moves * N) findMisfit plus a policy score per fitting node. Nothing is allocated per
 // node except for the nodes a plan touches. Pure: reads the caller's nodes, never changes them.
