@@ -61,7 +61,9 @@ Flags:
                        Bindings in flight at once, default 8), queues {default,
                        minRuntime, reclaim, reclaimTimeout, definitions} (docs/queues.md;
                        in Kubernetes mode the Queue objects replace the definitions once
-                       listed).
+                       listed), defrag {enabled, interval, minGpus, minPending,
+                       maxMoves, evict} (Kubernetes mode: DefragAdvice events,
+                       docs/defrag.md).
                        See examples/config.yaml and docs/security.md (Limits).
   --cluster FILE       YAML list of nodes for standalone mode (no Kubernetes API), e.g.
                        examples/cluster.yaml; requests never change these nodes. Without it
@@ -379,6 +381,12 @@ int serveCommand(const std::vector<std::string>& args) {
     kube_options.dra.gpu_device_classes = cfg.dra_gpu_device_classes;
     kube_options.queues.default_queue = cfg.queues.default_queue;
     kube_options.queues.leader_lease = leader_lease;
+    kube_options.defrag.enabled = cfg.defrag.enabled;
+    kube_options.defrag.interval = cfg.defrag.interval;
+    kube_options.defrag.min_gpus = cfg.defrag.min_gpus;
+    kube_options.defrag.min_pending = cfg.defrag.min_pending;
+    kube_options.defrag.max_moves = cfg.defrag.max_moves;
+    kube_options.defrag.evict = cfg.defrag.evict;
     cluster = std::make_unique<kube::KubeRuntime>(*api, scheduler, logger, kube_options, &metrics);
     handler.setReady(false);  // until the first full sync of nodes and pods
     handler.setBinder(&cluster->binder());

@@ -2,6 +2,9 @@
 // back to the same config, defaults and non-defaults alike (scripts/check-defaults.py relies
 // on it to compare the chart, deploy/, examples/ and the README with the binary's defaults).
 #include <catch2/catch.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "adapters/yaml/config.h"
 
@@ -42,6 +45,12 @@ void checkEqual(const ServeConfig& a, const ServeConfig& b) {
   CHECK(a.queues.reclaim == b.queues.reclaim);
   CHECK(a.queues.reclaim_timeout == b.queues.reclaim_timeout);
   CHECK(a.queues.definitions == b.queues.definitions);
+  CHECK(a.defrag.enabled == b.defrag.enabled);
+  CHECK(a.defrag.interval == b.defrag.interval);
+  CHECK(a.defrag.min_gpus == b.defrag.min_gpus);
+  CHECK(a.defrag.min_pending == b.defrag.min_pending);
+  CHECK(a.defrag.max_moves == b.defrag.max_moves);
+  CHECK(a.defrag.evict == b.defrag.evict);
 }
 }  // namespace
 
@@ -75,7 +84,12 @@ TEST_CASE("print-config: the defaults read back as the defaults", "[config]") {
                           "queues:",
                           "minRuntime: 300s",
                           "reclaimTimeout: 120s",
-                          "definitions: []"}) {
+                          "definitions: []",
+                          "defrag:",
+                          "interval: 30s",
+                          "minPending: 60s",
+                          "maxMoves: 4",
+                          "evict: false"}) {
     CHECK_THAT(text, Catch::Contains(key));
   }
 }
@@ -110,16 +124,31 @@ queues:
   definitions:
     - {name: batch, weight: 3, limit: {gpus: 0.5}}
     - {name: urgent, parent: batch, guaranteed: {products: {NVIDIA-H100-80GB-HBM3: 0.25}}, preemptible: false}
+defrag: {enabled: false, interval: 2500ms, minGpus: 2, minPending: 0s, maxMoves: 9, evict: true}
 )";
   auto set = parseServeConfig(yaml, "set.yaml");
   REQUIRE(set.isOk());
   CHECK(set.value().gang_timeout.count() == 1500);
   CHECK(set.value().narrow_to_best);
+  CHECK(set.value().defrag.evict);
+  CHECK(set.value().defrag.max_moves == 9);
   const std::string text = formatServeConfig(set.value());
   CHECK_THAT(text, Catch::Contains("timeout: 1500ms"));
   auto back = parseServeConfig(text, "printed.yaml");
   REQUIRE(back.isOk());
   checkEqual(back.value(), set.value());
+
+  // Bad defrag values are refused with the key and the fix.
+  for (const auto& [bad, words] :
+       std::vector<std::pair<std::string, std::string>>{{"defrag: {maxMoves: 0}\n", "defrag.maxMoves"},
+                                                        {"defrag: {minGpus: 65}\n", "defrag.minGpus"},
+                                                        {"defrag: {interval: 0s}\n", "defrag.interval"},
+                                                        {"defrag: {evict: maybe}\n", "defrag.evict"},
+                                                        {"defrag: {evicts: true}\n", "evicts"}}) {
+    auto r = parseServeConfig(bad, "bad.yaml");
+    REQUIRE_FALSE(r.isOk());
+    CHECK_THAT(r.status().message(), Catch::Contains(words));
+  }
 
   // An empty level list (topology levels off) survives too.
   auto off = parseServeConfig("topology: {levels: []}\n", "off.yaml");

@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "troupe/model/topology_levels.h"
 #include "troupe/sched/cluster_state.h"
 #include "troupe/sched/cluster_summary.h"
+#include "troupe/sched/defrag_advice.h"
 #include "troupe/sched/filter_result.h"
 #include "troupe/sched/gang.h"
 #include "troupe/sched/gang_book.h"
@@ -187,6 +189,13 @@ class Scheduler {
   // member's eviction in the dry run) ends it at once and spares its victims for a
   // reclaim_timeout, so the next plan picks other pods; `why` is counted and logged.
   void reclaimFinished(const ReclaimPlan& plan, bool evicted, const std::string& why);
+
+  // --- defragmentation advice (defrag_advice.h) --------------------------------------------
+  // The fewest moves of running pods after which `ask` would fit, planned on the GPU nodes as
+  // they are now (under the model lock, on copies). `pinned` pods stay: the caller names the
+  // unbound ones (a hold between filter and bind is not a running pod). A gang that holds a
+  // plan or is admitted waits for nothing: kFitsNow.
+  DefragAdvice adviseDefrag(const DefragAsk& ask, std::set<std::string> pinned, int max_moves) const;
 
   // by_node is filled only while the GPU nodes number at most max_node_rows: a caller that
   // exports no per-node series at 10,000 nodes does not pay for 10,000 sorted rows.

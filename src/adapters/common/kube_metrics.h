@@ -25,6 +25,11 @@ class KubeMetrics {
   virtual void kubeApiCall(const std::string& verb, const std::string& code) = 0;
   // Objects in the caches (pods: bound pods holding GPUs, the only ones kept).
   virtual void kubeCachedObjects(const std::string& resource, double count) = 0;
+  // Defragmentation advice (docs/defrag.md): after each round, the pending pods (gangs count
+  // once) that have a plan, the GPUs those plans would free and the moves they take.
+  virtual void defragAdvice(double pending_pods, double gpus, double moves) = 0;
+  // Running pods evicted for a plan (defrag.evict on).
+  virtual void defragEvicted(double pods) = 0;
 };
 
 }  // namespace troupe::adapters

@@ -128,6 +128,17 @@ std::vector<std::pair<std::string, ClusterSync::PendingPod>> ClusterSync::pendin
   return out;
 }
 
+std::vector<std::pair<std::string, ClusterSync::PendingPod>> ClusterSync::pendingPods() const {
+  std::vector<std::pair<std::string, PendingPod>> out;
+  {
+    std::lock_guard lock(mu_);
+    out.reserve(pending_.size());
+    for (const auto& [uid, rec] : pending_) out.emplace_back(uid, rec.pod);
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+
 void ClusterSync::noteQueuedLocked(const PodView& pod) {
   // Pending: since it was created; bound: since it started (else since it was created).
   std::optional<std::chrono::system_clock::time_point> wall =
@@ -148,8 +159,10 @@ void ClusterSync::applyPodLocked(const PodView& pod) {
   const std::string& uid = pod.facts.uid;
   notePodForDraLocked(pod);
   if (!pod.bound() && !pod.terminating && !pod.finished && pod.gpus > 0) {
+    Result<sched::GpuRequest> req = sched::parseGpuRequest(pod.facts, scheduler_.config().topology_levels);
     pending_[uid] = PendingRecord{
-        PendingPod{pod.facts.ns, pod.facts.name, pod.scheduler_name, sched::gangKeyOf(pod.facts)},
+        PendingPod{pod.facts.ns, pod.facts.name, pod.scheduler_name, sched::gangKeyOf(pod.facts), pod.created,
+                   req.isOk() ? std::optional(req.value()) : std::nullopt},
         pod_generation_};
     noteQueuedLocked(pod);
   } else {

@@ -38,6 +38,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -96,11 +97,17 @@ class ClusterSync {
   struct PendingPod {
     std::string ns, name, scheduler_name;
     std::string gang;  // its gang's key ("" on its own)
+    // metadata.creationTimestamp, when readable; and its GPU request, when its annotations
+    // parse (for the defragmentation advice, which skips pods without one).
+    std::optional<std::chrono::system_clock::time_point> created;
+    std::optional<sched::GpuRequest> request;
   };
   std::optional<PendingPod> pendingPod(const std::string& uid) const;
   // Unbound GPU pods whose namespace/name or gang key is `key` (a reclaim plan's for_key), at
   // most `limit`, as uid and pod.
   std::vector<std::pair<std::string, PendingPod>> pendingFor(const std::string& key, size_t limit) const;
+  // Every unbound GPU pod, as uid and pod, sorted by uid.
+  std::vector<std::pair<std::string, PendingPod>> pendingPods() const;
 
   bool nodesSynced() const { return nodes_synced_.load(); }
   bool podsSynced() const { return pods_synced_.load(); }

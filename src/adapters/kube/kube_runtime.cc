@@ -51,7 +51,22 @@ KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, adapte
           api_, [this] { return scheduler_.queueStatuses(); }, logger,
           [this] { return queue_sync_.queueObjects(); }),
       reclaimer_(api_, ReclaimCore::of(scheduler), &events_, logger,
-                 [this](const std::string& key) { return waitingPods(key); }) {
+                 [this](const std::string& key) { return waitingPods(key); }),
+      defrag_(api_,
+              DefragCore{[this] {
+                           // Only pods of Troupe's profiles: the others are not its to place.
+                           auto pods = sync_.pendingPods();
+                           const std::vector<std::string>& names = options_.binder.scheduler_names;
+                           std::erase_if(pods, [&](const auto& p) {
+                             return !names.empty() && std::find(names.begin(), names.end(),
+                                                                p.second.scheduler_name) == names.end();
+                           });
+                           return pods;
+                         },
+                         [this](const sched::DefragAsk& ask, std::set<std::string> pinned, int max_moves) {
+                           return scheduler_.adviseDefrag(ask, std::move(pinned), max_moves);
+                         }},
+              &events_, logger, options_.defrag, metrics) {
   if (metrics_) metrics_->enableKube();
   scheduler_.setGangObserver([this](const sched::GangNotice& n) {
     using Kind = sched::GangNotice::Kind;
@@ -241,6 +256,10 @@ void KubeRuntime::queueRound(std::chrono::steady_clock::time_point& last_status,
   if (now - last_status >= options_.queues.status_every) {
     last_status = now;
     status_writer_.writeOnce();
+  }
+  if (options_.defrag.enabled && now - last_defrag_ >= options_.defrag.interval) {
+    last_defrag_ = now;
+    defrag_.runOnce();
   }
 }
 

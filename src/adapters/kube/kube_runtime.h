@@ -1,6 +1,6 @@
 // Troupe with a Kubernetes API: the Node and Pod watches feeding the scheduling core, the
 // Queue and Namespace watches feeding its queues (and, on the active replica only, the Queues'
-// status writer and the reclaimer, docs/queues.md), the
+// status writer and the reclaimer, docs/queues.md; the defragmentation advisor, docs/defrag.md), the
 // binder kube-scheduler's bind verb uses, the event recorder (also for the core's gang
 // notices: GangPlanned, GangWaiting, GangTimedOut on member pods), the PodGroup readers (and,
 // on the active replica, the native PodGroups' PodGroupScheduled condition), and a
@@ -22,6 +22,7 @@
 #include "adapters/kube/api_client.h"
 #include "adapters/kube/binder.h"
 #include "adapters/kube/cluster_sync.h"
+#include "adapters/kube/defrag_advisor.h"
 #include "adapters/kube/events.h"
 #include "adapters/kube/leader_lease.h"
 #include "adapters/kube/metered_transport.h"
@@ -53,6 +54,7 @@ struct KubeOptions {
   PodGroupOptions pod_groups;
   EventOptions events;
   QueueOptions queues;
+  DefragOptions defrag;             // live defragmentation advice, on the active replica (docs/defrag.md)
   DraOptions dra;                   // which DRA drivers and device classes are GPUs
   int watch_timeout_seconds = 300;  // sent as timeoutSeconds (+0-25%): the server ends each watch
   int page_size = 500;
@@ -127,6 +129,8 @@ class KubeRuntime {
   LeaderCheck leader_;
   QueueStatusWriter status_writer_;
   Reclaimer reclaimer_;
+  DefragAdvisor defrag_;
+  std::chrono::steady_clock::time_point last_defrag_{};  // the queue thread's only
   std::unique_ptr<Watcher> pod_watcher_;  // reached by the housekeeping thread's liveness check
   StopSignal stop_;
   std::vector<std::thread> threads_;

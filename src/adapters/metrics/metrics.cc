@@ -140,6 +140,29 @@ Metrics::Metrics(const std::string& version, adapters::PerNodeSeries per_node)
                     "binder, events, housekeeping, ticker, http. Anything above 0 is a bug to "
                     "report; the log line says what failed.")
               .Register(*registry_)),
+      defrag_pending_(prometheus::BuildGauge()
+                          .Name("troupe_defrag_advice_pending_pods")
+                          .Help("Pending pods (a gang counts once) for which moving running pods would make "
+                                "room, as of the last defragmentation round (docs/defrag.md).")
+                          .Register(*registry_)
+                          .Add({})),
+      defrag_gpus_(prometheus::BuildGauge()
+                       .Name("troupe_defrag_advice_gpus")
+                       .Help("GPUs the current defragmentation plans would free, summed over the nodes "
+                             "they free.")
+                       .Register(*registry_)
+                       .Add({})),
+      defrag_moves_(prometheus::BuildGauge()
+                        .Name("troupe_defrag_advice_moves")
+                        .Help("Moves of running pods the current defragmentation plans take.")
+                        .Register(*registry_)
+                        .Add({})),
+      defrag_evictions_(prometheus::BuildCounter()
+                            .Name("troupe_defrag_evictions_total")
+                            .Help("Running pods evicted for a defragmentation plan (only with "
+                                  "defrag.evict: true).")
+                            .Register(*registry_)
+                            .Add({})),
       queue_series_(*registry_) {
   prometheus::BuildGauge()
       .Name("troupe_build_info")
@@ -268,6 +291,14 @@ void Metrics::kubeApiCall(const std::string& verb, const std::string& code) {
 void Metrics::kubeCachedObjects(const std::string& resource, double count) {
   kube_cached_.Add({{"resource", resource}}).Set(count);
 }
+
+void Metrics::defragAdvice(double pending_pods, double gpus, double moves) {
+  defrag_pending_.Set(pending_pods);
+  defrag_gpus_.Set(gpus);
+  defrag_moves_.Set(moves);
+}
+
+void Metrics::defragEvicted(double pods) { defrag_evictions_.Increment(pods); }
 
 void Metrics::internalError(const std::string& where) {
   internal_errors_.Add({{"where", where}}).Increment();

@@ -60,6 +60,8 @@ class Metrics final : public adapters::ExtenderMetrics, public adapters::KubeMet
   void kubeWatchRestart(const std::string& resource, const std::string& reason) override;
   void kubeApiCall(const std::string& verb, const std::string& code) override;
   void kubeCachedObjects(const std::string& resource, double count) override;
+  void defragAdvice(double pending_pods, double gpus, double moves) override;
+  void defragEvicted(double pods) override;
   // An exception caught at a thread entry or request boundary instead of ending the process;
   // where: watch | binder | events | housekeeping | ticker | http (adapters/common/internal_errors.h).
   void internalError(const std::string& where);
@@ -94,6 +96,10 @@ class Metrics final : public adapters::ExtenderMetrics, public adapters::KubeMet
   prometheus::Family<prometheus::Counter>& kube_api_calls_;
   prometheus::Family<prometheus::Gauge>& kube_cached_;
   prometheus::Family<prometheus::Counter>& internal_errors_;
+  prometheus::Gauge& defrag_pending_;
+  prometheus::Gauge& defrag_gpus_;
+  prometheus::Gauge& defrag_moves_;
+  prometheus::Counter& defrag_evictions_;
 
   struct ProductSeries {
     prometheus::Gauge* total = nullptr;

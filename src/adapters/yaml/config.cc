@@ -297,6 +297,42 @@ Status parseQueues(const Where& w, const YAML::Node& q, QueuesConfig* out) {
   return Status::ok();
 }
 
+Status parseDefrag(const Where& w, const YAML::Node& d, DefragConfig* out) {
+  if (Status s =
+          checkKeys(w, d, "defrag", {"enabled", "interval", "minGpus", "minPending", "maxMoves", "evict"});
+      !s.isOk())
+    return s;
+  for (auto [key, target] : {std::pair{"enabled", &out->enabled}, {"evict", &out->evict}}) {
+    if (!d[key]) continue;
+    Result<bool> v = scalar<bool>(w, d[key], std::string("defrag.") + key, "true or false");
+    if (!v.isOk()) return v.status();
+    *target = v.value();
+  }
+  if (d["interval"]) {
+    Result<std::chrono::milliseconds> v = durationKey(w, d["interval"], "defrag.interval", false);
+    if (!v.isOk()) return v.status();
+    out->interval = v.value();
+  }
+  if (d["minPending"]) {
+    Result<std::chrono::milliseconds> v = durationKey(w, d["minPending"], "defrag.minPending", true);
+    if (!v.isOk()) return v.status();
+    out->min_pending = v.value();
+  }
+  if (d["minGpus"]) {
+    Result<int64_t> v = boundedInt(w, d["minGpus"], "defrag.minGpus", "a whole number of GPUs", 1, 64,
+                                   "must be 1-64 GPUs: pods on their own asking fewer get no advice");
+    if (!v.isOk()) return v.status();
+    out->min_gpus = static_cast<int>(v.value());
+  }
+  if (d["maxMoves"]) {
+    Result<int64_t> v = boundedInt(w, d["maxMoves"], "defrag.maxMoves", "a whole number", 1, 16,
+                                   "must be 1-16: the planner's cost grows with it");
+    if (!v.isOk()) return v.status();
+    out->max_moves = static_cast<int>(v.value());
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<ServeConfig> parseServeConfig(const std::string& text, const std::string& source) {
@@ -309,7 +345,7 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
   if (Status s =
           checkKeys(w, root, "",
                     {"listen", "maxBodyBytes", "logLevel", "policy", "filter", "topology", "gang", "metrics",
-                     "schedulerNames", "learnedNodes", "limits", "binder", "queues", "dra"});
+                     "schedulerNames", "learnedNodes", "limits", "binder", "queues", "dra", "defrag"});
       !s.isOk())
     return s;
   if (root["listen"]) {
@@ -460,6 +496,9 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
       if (Status st = checkSchedulerName(v.value()); !st.isOk()) return w.at(names[i], key, st.message());
       c.scheduler_names.push_back(v.value());
     }
+  }
+  if (const YAML::Node defrag = root["defrag"]) {
+    if (Status st = parseDefrag(w, defrag, &c.defrag); !st.isOk()) return st;
   }
   if (const YAML::Node queues = root["queues"]) {
     if (Status st = parseQueues(w, queues, &c.queues); !st.isOk()) return st;
@@ -636,6 +675,15 @@ std::string formatServeConfig(const ServeConfig& c) {
   out << YAML::BeginSeq;
   for (const sched::QueueSpec& spec : q.definitions) formatQueueDefinition(out, spec);
   out << YAML::EndSeq;
+  out << YAML::EndMap;
+  const DefragConfig& d = c.defrag;
+  out << YAML::Key << "defrag" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "enabled" << YAML::Value << d.enabled;
+  out << YAML::Key << "interval" << YAML::Value << formatDuration(d.interval);
+  out << YAML::Key << "minGpus" << YAML::Value << d.min_gpus;
+  out << YAML::Key << "minPending" << YAML::Value << formatDuration(d.min_pending);
+  out << YAML::Key << "maxMoves" << YAML::Value << d.max_moves;
+  out << YAML::Key << "evict" << YAML::Value << d.evict;
   out << YAML::EndMap;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";

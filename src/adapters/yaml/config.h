@@ -58,6 +58,13 @@
 //     #     limit: {gpus: 32, products: {NVIDIA-H100-80GB-HBM3: 16}}   # absent: no limit
 //     #     preemptible: true       # default true
 //     #   - {name: vision, parent: research}
+//   defrag:                         # Kubernetes mode: live defragmentation advice (docs/defrag.md)
+//     enabled: true                 # DefragAdvice events and the troupe_defrag_advice_* gauges
+//     interval: 30s                 # how often the active replica plans
+//     minGpus: 4                    # pods on their own asking fewer GPUs get no advice (gangs do)
+//     minPending: 60s               # only for pods pending at least this long
+//     maxMoves: 4                   # moves of running pods per plan (1-16)
+//     evict: false                  # true: evict the planned pods (Eviction API, dry runs first)
 //
 // Cluster (--cluster), the nodes of standalone mode:
 //   nodes:
@@ -109,6 +116,16 @@ struct QueuesConfig {
   std::vector<sched::QueueSpec> definitions;
 };
 
+// defrag: the live defragmentation advice (Kubernetes mode).
+struct DefragConfig {
+  bool enabled = true;
+  std::chrono::milliseconds interval{std::chrono::seconds(30)};
+  int min_gpus = 4;
+  std::chrono::milliseconds min_pending{std::chrono::seconds(60)};
+  int max_moves = 4;
+  bool evict = false;
+};
+
 struct ServeConfig {
   std::string listen = "127.0.0.1:8888";
   size_t max_body_bytes = 64 << 20;
@@ -130,6 +147,7 @@ struct ServeConfig {
   int64_t learned_ttl_seconds = 3600;
   ServerLimitsConfig limits;
   QueuesConfig queues;
+  DefragConfig defrag;
 };
 
 // A kube-scheduler profile name as spec.schedulerName holds it: a DNS subdomain. The error
