@@ -2,16 +2,11 @@
 
 #include <algorithm>
 
+#include "adapters/kube/kube_objects.h"
 #include "adapters/kube/reclaimer.h"
 
 namespace troupe::kube {
 namespace {
-
-std::pair<std::string, std::string> splitKey(const std::string& key) {
-  const size_t slash = key.find('/');
-  if (slash == std::string::npos) return {"", key};
-  return {key.substr(0, slash), key.substr(slash + 1)};
-}
 
 bool connectedAsk(const sched::GpuRequest& req) {
   return req.topology == sched::TopologyMode::kNVLink || req.gpus > 1;
@@ -131,7 +126,7 @@ int DefragAdvisor::evict(const Ask& ask, const sched::DefragAdvice& advice) {
   std::vector<Victim> victims;
   for (const sched::DefragFreed& f : advice.freed) {
     for (const sched::DefragMove& m : f.moves) {
-      const auto [ns, name] = splitKey(m.pod_key);
+      const auto [ns, name] = splitObjectKey(m.pod_key);
       victims.push_back({PodRef{ns, name, m.pod_uid}, m.from, m.to});
     }
   }

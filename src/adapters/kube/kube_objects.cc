@@ -240,6 +240,12 @@ std::string formatApiTime(std::chrono::system_clock::time_point t) {
   return buf;
 }
 
+std::pair<std::string, std::string> splitObjectKey(const std::string& key) {
+  const size_t slash = key.find('/');
+  if (slash == std::string::npos) return {"", key};
+  return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
 std::string formatGpus(const std::vector<int>& gpus) {
   std::string out;
   for (int g : gpus) out += (out.empty() ? "" : ",") + std::to_string(g);

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "adapters/common/kube_json.h"
@@ -64,6 +65,9 @@ std::string formatApiTime(std::chrono::system_clock::time_point t);
 
 // "0,1,2,3"
 std::string formatGpus(const std::vector<int>& gpus);
+
+// "ns/name" -> {ns, name}; a key without a slash is a name with no namespace.
+std::pair<std::string, std::string> splitObjectKey(const std::string& key);
 
 // One entry of an object's status.conditions (metav1.Condition).
 struct ApiCondition {

@@ -2,18 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "adapters/kube/kube_objects.h"
 #include "troupe/sched/gpu_amount.h"
 
 namespace troupe::kube {
-namespace {
-
-std::pair<std::string, std::string> splitKey(const std::string& key) {
-  const size_t slash = key.find('/');
-  if (slash == std::string::npos) return {"", key};
-  return {key.substr(0, slash), key.substr(slash + 1)};
-}
-
-}  // namespace
 
 std::string evictionJson(const std::string& ns, const std::string& name, const std::string& uid,
                          bool dry_run) {
@@ -39,7 +31,7 @@ Reclaimer::Reclaimer(KubeTransport& api, ReclaimCore core, EventRecorder* events
 
 Status Reclaimer::evict(const sched::ReclaimVictim& victim, bool dry_run, bool* gone) {
   *gone = false;
-  const auto [ns, name] = splitKey(victim.key);
+  const auto [ns, name] = splitObjectKey(victim.key);
   ApiReply reply = api_.request("POST", "/api/v1/namespaces/" + ns + "/pods/" + name + "/eviction",
                                 evictionJson(ns, name, victim.uid, dry_run));
   if (reply.ok()) return Status::ok();
@@ -90,7 +82,7 @@ Reclaimer::Outcome Reclaimer::runOnce() {
     ++evicted;
     if (gone) continue;
     ++stats_.evicted_pods;
-    const auto [ns, name] = splitKey(v.key);
+    const auto [ns, name] = splitObjectKey(v.key);
     if (events_) events_->podEvent(PodRef{ns, name, v.uid}, "Normal", "Reclaimed", plan->reason);
   }
   logger_.info("reclaim", {{"queue", plan->queue},
