@@ -17,7 +17,8 @@ ShapeKey keyOf(const GpuRequest& r) {
 
 }  // namespace
 
-RequestMix RequestMix::fromRequests(const std::vector<GpuRequest>& requests, double coverage) {
+RequestMix RequestMix::fromRequests(const std::vector<GpuRequest>& requests, double coverage,
+                                    double cluster_cpu_per_gpu) {
   std::map<ShapeKey, std::pair<int64_t, const GpuRequest*>> counts;
   for (const GpuRequest& r : requests) {
     auto& slot = counts[keyOf(r)];
@@ -40,7 +41,14 @@ RequestMix RequestMix::fromRequests(const std::vector<GpuRequest>& requests, dou
     mix.entries_.push_back({r.cpu_milli, r.wantsGpus() ? r.milli_per_gpu : 0, r.gpus, r.models,
                             static_cast<double>(value.first)});
   }
-  for (TypicalRequest& t : mix.entries_) t.probability /= static_cast<double>(covered);
+  double cpu = 0, gpu = 0;
+  for (TypicalRequest& t : mix.entries_) {
+    t.probability /= static_cast<double>(covered);
+    cpu += t.probability * static_cast<double>(t.cpu_milli);
+    gpu += t.probability * t.gpus * static_cast<double>(t.milli_per_gpu);
+  }
+  mix.cpu_per_gpu_ = gpu > 0 ? cpu / gpu : 0.0;
+  mix.cpu_bound_ = cluster_cpu_per_gpu > 0 && mix.cpu_per_gpu_ >= kCpuBoundRatio * cluster_cpu_per_gpu;
   // The constrained requests' share of the GPU request, per list of models.
   std::map<std::string, std::pair<int64_t, const GpuRequest*>> by_list;
   int64_t gpu_total = 0, sharing = 0;
@@ -59,6 +67,12 @@ RequestMix RequestMix::fromRequests(const std::vector<GpuRequest>& requests, dou
         {value.second->models, static_cast<double>(value.first) / static_cast<double>(gpu_total)});
   }
   return mix;
+}
+
+RequestMix RequestMix::withClusterCpuPerGpu(double cluster_cpu_per_gpu) const {
+  RequestMix out = *this;
+  out.cpu_bound_ = cluster_cpu_per_gpu > 0 && cpu_per_gpu_ >= kCpuBoundRatio * cluster_cpu_per_gpu;
+  return out;
 }
 
 const RequestMix& RequestMix::defaults() {
@@ -90,12 +104,20 @@ void RequestMixWindow::refresh() {
   rebuildLocked();
 }
 
+void RequestMixWindow::setClusterCpuPerGpu(double cpu_per_gpu) {
+  std::lock_guard lock(mu_);
+  cluster_cpu_per_gpu_ = cpu_per_gpu;
+  if (!mix_) return;
+  RequestMix judged = mix_->withClusterCpuPerGpu(cpu_per_gpu);
+  if (judged.cpuBound() != mix_->cpuBound()) mix_ = std::make_shared<const RequestMix>(std::move(judged));
+}
+
 void RequestMixWindow::rebuildLocked() {
   since_refresh_ = 0;
   if (window_.empty()) return;
   // Under the lock: at most every `refresh_` requests, a sort of `capacity_` shapes.
-  mix_ = std::make_shared<const RequestMix>(
-      RequestMix::fromRequests(std::vector<GpuRequest>(window_.begin(), window_.end())));
+  mix_ = std::make_shared<const RequestMix>(RequestMix::fromRequests(
+      std::vector<GpuRequest>(window_.begin(), window_.end()), 0.95, cluster_cpu_per_gpu_));
 }
 
 std::shared_ptr<const RequestMix> RequestMixWindow::current() const {

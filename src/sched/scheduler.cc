@@ -79,6 +79,7 @@ Status Scheduler::upsertNode(const model::NodeFacts& facts) {
   info.value().topology_domains = model::topologyDomains(facts.labels, config_.topology_levels);
   std::unique_lock lock(mu_);
   cluster_.upsert(std::move(info).value(), fingerprint);
+  mix_window_.setClusterCpuPerGpu(cluster_.cpuPerGpu());
   return Status::ok();
 }
 
@@ -87,6 +88,7 @@ bool Scheduler::removeNode(const std::string& name) {
     const std::optional<uint32_t> ordinal = cluster_.remove(name);
     if (!ordinal) return false;
     score_memo_.forget(*ordinal);
+    mix_window_.setClusterCpuPerGpu(cluster_.cpuPerGpu());
     gangs_.nodeRemoved(name, out);
     return true;
   });

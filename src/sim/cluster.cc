@@ -29,6 +29,16 @@ Result<Cluster> buildCluster(const std::vector<TraceNode>& nodes, model::Topolog
   return cluster;
 }
 
+double Cluster::cpuPerGpu() const {
+  int64_t cpu = 0, count = 0;
+  for (const model::NodeInfo& n : nodes) {
+    if (n.gpu_count == 0 || n.cpu_milli <= 0) continue;
+    cpu += n.cpu_milli;
+    count += n.gpu_count;
+  }
+  return count > 0 ? static_cast<double>(cpu) / static_cast<double>(count * model::kMilliPerGpu) : 0.0;
+}
+
 sched::GpuRequest requestOf(const TracePod& pod) {
   sched::GpuRequest req;
   req.gpus = pod.num_gpu;

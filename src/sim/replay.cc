@@ -21,8 +21,9 @@ namespace {
 // in creation (name) order, then updated with every arrival.
 class MixSource {
  public:
-  MixSource(const std::vector<TracePod>& pods, const sched::Policy& policy, bool cold)
+  MixSource(const std::vector<TracePod>& pods, const sched::Policy& policy, bool cold, double cpu_per_gpu)
       : live_(cold || policy.usesLiveMix()) {
+    window_.setClusterCpuPerGpu(cpu_per_gpu);
     if (cold) return;  // a fresh extender: the defaults until the window's first refresh
     if (live_) {
       for (const TracePod& p : pods) window_.record(requestOf(p));
@@ -31,7 +32,8 @@ class MixSource {
       std::vector<sched::GpuRequest> reqs;
       reqs.reserve(pods.size());
       for (const TracePod& p : pods) reqs.push_back(requestOf(p));
-      fixed_ = std::make_shared<const sched::RequestMix>(sched::RequestMix::fromRequests(reqs));
+      fixed_ =
+          std::make_shared<const sched::RequestMix>(sched::RequestMix::fromRequests(reqs, 0.95, cpu_per_gpu));
       cache_.emplace(*fixed_);
     }
   }
@@ -166,7 +168,7 @@ RunResult replay(const ReplayInput& in) {
   result.clones = plan.clones;
   result.curve.reserve(plan.order.size());
   const sched::Policy& policy = *in.policy;
-  MixSource mix(pods, policy, in.in_order);
+  MixSource mix(pods, policy, in.in_order, cluster.cpuPerGpu());
   const sched::TieBreak ties = in.in_order ? sched::TieBreak::kNodeOrder : policy.tieBreak();
   const sched::Draw draw = [&rng](int n) { return rng.intn(n); };
   // Free milli-GPU per product, kept as pods land: the model-scarcity term's input.

@@ -135,3 +135,30 @@ TEST_CASE("cluster state: the summary counts GPUs per product and per node", "[s
   CHECK(few.node_rows_omitted);
   CHECK(few.by_node.empty());
 }
+
+TEST_CASE("cluster state: CPU per GPU sums the GPU nodes that track CPU, through updates and removals",
+          "[scheduler][cluster-state]") {
+  troupe::model::TopologyCatalog catalog;
+  ClusterState cluster;
+  auto upsert = [&](const std::string& name, int gpus, const std::string& cpu) {
+    troupe::model::NodeFacts facts = troupe::testing::gpuNode(name, gpus);
+    facts.cpu = cpu;
+    auto info = troupe::model::nodeFromFacts(facts, catalog);
+    REQUIRE(info.isOk());
+    cluster.upsert(std::move(info).value(), troupe::sched::factsFingerprint(facts));
+  };
+  CHECK(cluster.cpuPerGpu() == 0.0);
+  upsert("a", 8, "96");  // 12 cores per GPU: 12 milli-CPU per milli-GPU
+  CHECK(cluster.cpuPerGpu() == Approx(12.0));
+  upsert("b", 2, "104");
+  CHECK(cluster.cpuPerGpu() == Approx(200.0 / 10.0));
+  upsert("cpu-only", 0, "256");  // its CPU is no use to GPU pods
+  upsert("untracked", 4, "");    // CPU unknown: left out of both sums
+  CHECK(cluster.cpuPerGpu() == Approx(20.0));
+  upsert("a", 8, "64");  // an update replaces the node's share
+  CHECK(cluster.cpuPerGpu() == Approx(168.0 / 10.0));
+  REQUIRE(cluster.remove("b"));
+  CHECK(cluster.cpuPerGpu() == Approx(8.0));
+  REQUIRE(cluster.remove("a"));
+  CHECK(cluster.cpuPerGpu() == 0.0);
+}

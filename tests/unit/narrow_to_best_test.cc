@@ -10,6 +10,7 @@
 #include "support/fixtures.h"
 #include "troupe/sched/best_node.h"
 #include "troupe/sched/policy_registry.h"
+#include "troupe/sched/request_mix.h"
 #include "troupe/sched/scheduler.h"
 #include "troupe/sim/cluster.h"
 #include "troupe/sim/replay.h"
@@ -148,15 +149,19 @@ PodFacts podOf(const troupe::sim::TracePod& t) {
   return p;
 }
 
-// The example trace, or (constrained) six copies of its nodes and three of its pods with every
-// third GPU pod limited to GPU models: past the request window's first refresh (500 requests)
-// the troupe policy then steers by model pressure while models still have room, which both
-// paths must compute alike.
+// The example trace; or copies of its nodes and three of its pods with either every third
+// GPU pod limited to GPU models (kConstrained) or a CPU-only twin of every pod (kCpuHeavy).
+// Past the request window's first refresh (500 requests) the troupe policy then steers by model
+// pressure while models still have room, or breaks ties by the exact fragmentation change while
+// the mix is CPU-bound: both paths must compute these alike.
+enum class Variant { kPlain, kConstrained, kCpuHeavy };
+
 std::vector<troupe::sim::TraceNode> exampleNodes(const std::vector<troupe::sim::TraceNode>& trace,
-                                                 bool constrained) {
-  if (!constrained) return trace;
+                                                 Variant variant) {
+  if (variant == Variant::kPlain) return trace;
   std::vector<troupe::sim::TraceNode> out;
-  for (int copy = 0; copy < 6; ++copy) {
+  // Three copies keep the CPU-heavy variant overfilled (CPU-only twins fill the CPU first).
+  for (int copy = 0; copy < (variant == Variant::kCpuHeavy ? 3 : 6); ++copy) {
     for (troupe::sim::TraceNode n : trace) {
       n.name += "-" + std::to_string(copy);
       out.push_back(std::move(n));
@@ -167,14 +172,22 @@ std::vector<troupe::sim::TraceNode> exampleNodes(const std::vector<troupe::sim::
 }
 
 std::vector<troupe::sim::TracePod> examplePods(const std::vector<troupe::sim::TracePod>& trace,
-                                               bool constrained) {
-  if (!constrained) return trace;
+                                               Variant variant) {
+  if (variant == Variant::kPlain) return trace;
   std::vector<troupe::sim::TracePod> out;
   int gpu_pods = 0;
   for (int copy = 0; copy < 3; ++copy) {
     for (troupe::sim::TracePod p : trace) {
       p.name += "-" + std::to_string(copy);
-      if (p.num_gpu > 0 && ++gpu_pods % 3 == 0) p.gpu_spec = gpu_pods % 2 ? "T4" : "V100M16|P100";
+      if (variant == Variant::kCpuHeavy) {
+        troupe::sim::TracePod twin = p;
+        twin.name += "-cpu";
+        twin.num_gpu = 0;
+        twin.gpu_milli = 0;
+        out.push_back(std::move(twin));
+      } else if (p.num_gpu > 0 && ++gpu_pods % 3 == 0) {
+        p.gpu_spec = gpu_pods % 2 ? "T4" : "V100M16|P100";
+      }
       out.push_back(std::move(p));
     }
   }
@@ -192,13 +205,20 @@ TEST_CASE("narrowing: a live Scheduler places the example trace exactly as simul
   auto trace_pods = troupe::sim::parsePodCsv(*pod_text, "pods.csv");
   REQUIRE(trace_nodes.isOk());
   REQUIRE(trace_pods.isOk());
-  const bool constrained = GENERATE(false, true);
-  INFO((constrained ? "three copies, a third of the GPU pods limited to models" : "the example trace"));
-  const std::vector<troupe::sim::TracePod> pods = examplePods(trace_pods.value(), constrained);
-  const std::vector<troupe::sim::TraceNode> nodes = exampleNodes(trace_nodes.value(), constrained);
+  const Variant variant = GENERATE(Variant::kPlain, Variant::kConstrained, Variant::kCpuHeavy);
+  INFO((variant == Variant::kPlain         ? "the example trace"
+        : variant == Variant::kConstrained ? "three copies, a third of the GPU pods limited to models"
+                                           : "three copies, each pod with a CPU-only twin"));
+  const std::vector<troupe::sim::TracePod> pods = examplePods(trace_pods.value(), variant);
+  const std::vector<troupe::sim::TraceNode> nodes = exampleNodes(trace_nodes.value(), variant);
   troupe::model::TopologyCatalog catalog;
   auto cluster = troupe::sim::buildCluster(nodes, catalog);
   REQUIRE(cluster.isOk());
+  if (variant == Variant::kCpuHeavy) {  // the regime this variant is for
+    std::vector<troupe::sched::GpuRequest> requests;
+    for (const auto& p : pods) requests.push_back(troupe::sim::requestOf(p));
+    REQUIRE(troupe::sched::RequestMix::fromRequests(requests, 0.95, cluster.value().cpuPerGpu()).cpuBound());
+  }
 
   for (std::string_view kind : {"troupe", "fgd", "best-fit"}) {
     troupe::sim::ReplayInput in;

@@ -1,8 +1,11 @@
 // The troupe policy: fragmentation on the live mix decides; its weights (TroupeArgs) only break
 // fragmentation's ties.
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "policy_test_support.h"
+#include "troupe/model/gpu_selection.h"
+#include "troupe/sched/node_scoring.h"
 
 namespace {
 
@@ -70,3 +73,85 @@ TEST_CASE("troupe: validated arguments name the field", "[policy][troupe]") {
 }
 
 }  // namespace
+
+namespace {
+
+// Single whole GPUs with 10 cores, and CPU-only pods of 20: 30 milli-CPU per milli-GPU.
+RequestMix cpuHeavyMix(double cluster_cpu_per_gpu) {
+  return RequestMix::fromRequests({tt::request(1, 1000, 10000), tt::request(0, 0, 20000)}, 0.95,
+                                  cluster_cpu_per_gpu);
+}
+
+}  // namespace
+
+TEST_CASE("request mix: CPU-bound once the typical requests ask 1.1x the cluster's CPU per GPU",
+          "[policy][troupe][mix]") {
+  CHECK(cpuHeavyMix(0).cpuPerGpu() == Approx(30.0));
+  CHECK_FALSE(cpuHeavyMix(0).cpuBound());  // the cluster's CPU unknown: never
+  CHECK(cpuHeavyMix(27.0).cpuBound());     // 30 >= 1.1 x 27
+  CHECK_FALSE(cpuHeavyMix(28.0).cpuBound());
+  CHECK(cpuHeavyMix(28.0).withClusterCpuPerGpu(27.0).cpuBound());
+  CHECK_FALSE(RequestMix::fromRequests({tt::request(0, 0, 4000)}, 0.95, 1.0).cpuBound());  // no GPU asked
+
+  // The window judges each rebuilt mix against the cluster it was last told of, and replaces the
+  // current mix (a new one, so memoised scores go) when a node change flips the verdict.
+  troupe::sched::RequestMixWindow window(100, 1000);
+  window.setClusterCpuPerGpu(27.0);
+  window.record(tt::request(1, 1000, 10000));
+  window.record(tt::request(0, 0, 20000));
+  window.refresh();
+  const auto bound = window.current();
+  CHECK(bound->cpuBound());
+  window.setClusterCpuPerGpu(20.0);  // still bound: the same mix
+  CHECK(window.current() == bound);
+  window.setClusterCpuPerGpu(40.0);
+  CHECK(window.current() != bound);
+  CHECK_FALSE(window.current()->cpuBound());
+  CHECK(window.current()->entries().size() == bound->entries().size());
+}
+
+TEST_CASE("troupe: a CPU-only pod goes where the GPUs are all taken, then to smaller nodes",
+          "[policy][troupe]") {
+  tt::SmallCluster c;
+  troupe::model::NodeState& full = c.add("full", 8, "NVIDIA-L4", "96");
+  tt::SmallCluster::use(full, {0, 1, 2, 3, 4, 5, 6, 7});
+  c.add("idle-small", 2, "NVIDIA-L4", "96");
+  c.add("idle-big", 8, "NVIDIA-L4", "96");
+  // Whole GPUs only: the pack term is off for GPU pods, and CPU left strands nothing here.
+  const RequestMix mix = wholeGpuMix();
+  const troupe::sched::ScoreContext context{&mix, nullptr};
+  const auto policy = tt::builtin("troupe");
+  const auto cpu_only = tt::request(0, 0, 4000);
+  CHECK(c.best(*policy, cpu_only, context) == "full");  // its CPU strands no GPU there
+  tt::SmallCluster rest;
+  rest.add("idle-big", 8, "NVIDIA-L4", "96");
+  rest.add("idle-small", 2, "NVIDIA-L4", "96");
+  CHECK(rest.best(*policy, cpu_only, context) == "idle-small");
+  // A GPU pod in the same mix ignores node size (the seeded order decides).
+  CHECK(rest.best(*policy, tt::request(1), context) == "idle-big");
+}
+
+TEST_CASE("troupe: while the mix is CPU-bound, the exact fragmentation change breaks the ties",
+          "[policy][troupe]") {
+  tt::SmallCluster c;
+  troupe::model::NodeState& node = c.add("n", 4, "NVIDIA-L4", "64");
+  tt::SmallCluster::use(node, {0}, 500, 30000);
+  const auto policy = tt::builtin("troupe");
+  const auto req = tt::request(1, 1000, 10000);
+  const auto placement = policy->score(node, req, {}).placement;
+  for (double cluster : {27.0, 28.0}) {
+    const RequestMix mix = cpuHeavyMix(cluster);
+    const troupe::sched::ScoreContext context{&mix, nullptr};
+    const troupe::sched::FragEval frag =
+        troupe::sched::evalFragmentation(node, req, context, troupe::model::indicesToMask(placement.gpus));
+    const double tie = policy->score(node, req, context).value - frag.points;
+    INFO("cluster CPU per GPU " << cluster << ", fragmentation change " << frag.delta);
+    REQUIRE(frag.delta != 0.0);
+    const double exact = 0.99 * (0.5 - 0.5 * frag.delta / (std::abs(frag.delta) + 1000.0));
+    if (mix.cpuBound()) {
+      CHECK(tie == Approx(exact));
+    } else {
+      CHECK(tie != Approx(exact));
+    }
+  }
+}

@@ -38,6 +38,9 @@ class ClusterState {
     }
   }
   size_t size() const { return nodes_.size(); }
+  // The GPU nodes' allocatable milli-CPU per milli-GPU (CPU-only nodes left out: GPU pods
+  // cannot use their CPU; so are nodes whose CPU is not tracked); 0 without such nodes.
+  double cpuPerGpu() const;
   // True when the node exists and was last built from facts with this fingerprint.
   bool unchanged(const std::string& name, uint64_t fingerprint) const;
   // Adds the node (with a fresh ordinal and birth) or replaces its info, keeping allocations.
@@ -80,6 +83,10 @@ class ClusterState {
   std::vector<uint64_t> ordinal_births_;
   uint64_t births_ = 0;
   std::unordered_map<std::string, std::string> pod_node_;  // pod uid -> node
+  // Sums over the GPU nodes, for cpuPerGpu().
+  int64_t gpu_node_cpu_milli_ = 0;
+  int64_t gpu_count_ = 0;
+  void count(const model::NodeState& node, int sign);
 };
 
 }  // namespace troupe::sched

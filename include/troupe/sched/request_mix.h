@@ -39,7 +39,10 @@ class RequestMix {
   // The most frequent shapes of `requests` covering `coverage` (0..1] of them, renormalised.
   // Order: by count, descending; equal counts put the larger shape first (CPU, milli, GPUs,
   // models), as FGD does, so the float sums come out in the same order.
-  static RequestMix fromRequests(const std::vector<GpuRequest>& requests, double coverage = 0.95);
+  // `cluster_cpu_per_gpu`: the GPU nodes' milli-CPU per milli-GPU (ClusterState::cpuPerGpu),
+  // 0 when unknown; it decides cpuBound().
+  static RequestMix fromRequests(const std::vector<GpuRequest>& requests, double coverage = 0.95,
+                                 double cluster_cpu_per_gpu = 0.0);
   // Before any request is seen: one, two, four and eight whole GPUs, and halves of one.
   static const RequestMix& defaults();
 
@@ -49,11 +52,22 @@ class RequestMix {
   const std::vector<ConstrainedShare>& constrained() const { return constrained_; }
   // The part of the GPU request (milli-GPU) that shares a GPU: 0..1, 0 with no GPU request.
   double sharingShare() const { return sharing_share_; }
+  // The typical requests' milli-CPU per milli-GPU (CPU-only requests included): 0 without GPU.
+  double cpuPerGpu() const { return cpu_per_gpu_; }
+  // True when the typical requests ask at least kCpuBoundRatio x the CPU per GPU that the
+  // cluster's GPU nodes have: CPU, not GPUs, runs out first, so every milli-CPU a placement
+  // strands counts.
+  bool cpuBound() const { return cpu_bound_; }
+  // This mix with cpuBound() judged against another cluster CPU per GPU.
+  RequestMix withClusterCpuPerGpu(double cluster_cpu_per_gpu) const;
+  static constexpr double kCpuBoundRatio = 1.1;
 
  private:
   std::vector<TypicalRequest> entries_;
   std::vector<ConstrainedShare> constrained_;
   double sharing_share_ = 0.0;
+  double cpu_per_gpu_ = 0.0;
+  bool cpu_bound_ = false;
 };
 
 // The live path's view of "recent": the last `capacity` GPU requests seen by filter, turned
@@ -64,6 +78,9 @@ class RequestMixWindow {
   void record(const GpuRequest& request);
   // Rebuilds the mix from the window now (e.g. after filling it from history).
   void refresh();
+  // The cluster's GPU nodes' milli-CPU per milli-GPU, for RequestMix::cpuBound(). A change that
+  // flips cpuBound() replaces the current mix at once (a new mix, so memoised scores go).
+  void setClusterCpuPerGpu(double cpu_per_gpu);
   // The current mix; RequestMix::defaults() until the first refresh.
   std::shared_ptr<const RequestMix> current() const;
 
@@ -75,6 +92,7 @@ class RequestMixWindow {
   mutable std::mutex mu_;
   std::deque<GpuRequest> window_;
   size_t since_refresh_ = 0;
+  double cluster_cpu_per_gpu_ = 0.0;
   std::shared_ptr<const RequestMix> mix_;
 };
 

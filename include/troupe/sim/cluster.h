@@ -23,6 +23,8 @@ struct Cluster {
   std::vector<model::NodeInfo> nodes;  // sorted by name, the order the seeded ranks index
   int64_t gpus = 0;
   int64_t gpu_milli() const { return gpus * model::kMilliPerGpu; }
+  // milli-CPU per milli-GPU, as sched::ClusterState::cpuPerGpu counts it (the nodes with CPU).
+  double cpuPerGpu() const;
 };
 
 // Nodes without GPUs are left out (the FGD cluster is the GPU nodes). `catalog` shares
