@@ -368,6 +368,8 @@ std::vector<HostValue> Scheduler::prioritize(const PodFacts& pod,
   const std::shared_ptr<const RequestMix> mix = mix_window_.current();
   const ScoreContext context{mix.get(), nullptr};
   std::shared_lock lock(mu_);
+  // As the narrowing does: scarce GPU models are left to the pods that can use only them.
+  const ModelPressure pressure = modelPressureLocked(*mix);
   // Lookups first, as in filter(): independent lookups overlap their cache misses.
   std::vector<const model::NodeState*> found(node_names.size(), nullptr);
   cluster_.index().findAll(node_names, found);
@@ -378,6 +380,9 @@ std::vector<HostValue> Scheduler::prioritize(const PodFacts& pod,
         v = 0.0;
       } else if (std::optional<Placement> p = placeOnNode(*found[i], req.value())) {
         v = config_.policy->unitScore(*found[i], req.value(), *p, context);
+        if (!pressure.empty()) {
+          v = std::max(0.0, v - config_.policy->scarcityPenalty(*found[i], req.value(), pressure) / 100.0);
+        }
       }
     }
     out.push_back({node_names[i], v});

@@ -128,6 +128,10 @@ TEST_CASE("troupe: a pod that may use any model leaves the scarce one to the pod
     s.forgetPod(pod.uid);
   }
   const auto any = troupe::testing::gpuPod("any", 1);
+  // prioritize (narrowing off: kube-scheduler weighs the scores) leans the same way.
+  const std::vector<troupe::sched::HostValue> ranked = s.prioritize(any, {"t4", "g2"});
+  REQUIRE(ranked.size() == 2);
+  CHECK(ranked[1].value > ranked[0].value);
   const troupe::sched::FilterResult r = s.filter(any, {"t4", "g2"});
   REQUIRE(r.passed.size() == 1);
   CHECK(r.passed[0] == "g2");

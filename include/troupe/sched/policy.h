@@ -64,8 +64,10 @@ class Policy {
                            const ScoreContext& context) const;
 
   // What ranking takes off score().value on `node` while GPU models are scarce
-  // (model_pressure.h). Apart from the value because the pressure moves with every placement
-  // and values are memoised per node state. 0 by default: the FGD paper's policies ignore it.
+  // (model_pressure.h), in the value's points (the 0..100 scale): the narrowing subtracts it
+  // from the value, prioritize a hundredth of it from unitScore. Apart from the value because
+  // the pressure moves with every placement and values are memoised per node state. 0 by
+  // default: the FGD paper's policies ignore it.
   virtual double scarcityPenalty(const model::NodeState& node, const GpuRequest& req,
                                  const ModelPressure& pressure) const;
 
