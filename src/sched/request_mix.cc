@@ -48,7 +48,7 @@ RequestMix RequestMix::fromRequests(const std::vector<GpuRequest>& requests, dou
     gpu += t.probability * t.gpus * static_cast<double>(t.milli_per_gpu);
   }
   mix.cpu_per_gpu_ = gpu > 0 ? cpu / gpu : 0.0;
-  mix.cpu_bound_ = cluster_cpu_per_gpu > 0 && mix.cpu_per_gpu_ >= kCpuBoundRatio * cluster_cpu_per_gpu;
+  mix.cpu_load_ = cluster_cpu_per_gpu > 0 ? mix.cpu_per_gpu_ / cluster_cpu_per_gpu : 0.0;
   // The constrained requests' share of the GPU request, per list of models.
   std::map<std::string, std::pair<int64_t, const GpuRequest*>> by_list;
   int64_t gpu_total = 0, sharing = 0;
@@ -71,7 +71,7 @@ RequestMix RequestMix::fromRequests(const std::vector<GpuRequest>& requests, dou
 
 RequestMix RequestMix::withClusterCpuPerGpu(double cluster_cpu_per_gpu) const {
   RequestMix out = *this;
-  out.cpu_bound_ = cluster_cpu_per_gpu > 0 && cpu_per_gpu_ >= kCpuBoundRatio * cluster_cpu_per_gpu;
+  out.cpu_load_ = cluster_cpu_per_gpu > 0 ? cpu_per_gpu_ / cluster_cpu_per_gpu : 0.0;
   return out;
 }
 
@@ -109,7 +109,9 @@ void RequestMixWindow::setClusterCpuPerGpu(double cpu_per_gpu) {
   cluster_cpu_per_gpu_ = cpu_per_gpu;
   if (!mix_) return;
   RequestMix judged = mix_->withClusterCpuPerGpu(cpu_per_gpu);
-  if (judged.cpuBound() != mix_->cpuBound()) mix_ = std::make_shared<const RequestMix>(std::move(judged));
+  if (judged.cpuBound() != mix_->cpuBound() || judged.cpuTight() != mix_->cpuTight()) {
+    mix_ = std::make_shared<const RequestMix>(std::move(judged));
+  }
 }
 
 void RequestMixWindow::rebuildLocked() {

@@ -150,18 +150,21 @@ PodFacts podOf(const troupe::sim::TracePod& t) {
 }
 
 // The example trace; or copies of its nodes and three of its pods with either every third
-// GPU pod limited to GPU models (kConstrained) or a CPU-only twin of every pod (kCpuHeavy).
+// GPU pod limited to GPU models (kConstrained), a CPU-only twin of every pod (kCpuHeavy: the mix
+// is CPU-bound) or of every third pod (kCpuTight).
 // Past the request window's first refresh (500 requests) the troupe policy then steers by model
-// pressure while models still have room, or breaks ties by the exact fragmentation change while
-// the mix is CPU-bound: both paths must compute these alike.
-enum class Variant { kPlain, kConstrained, kCpuHeavy };
+// pressure while models still have room, breaks ties by the exact fragmentation change while the
+// mix is CPU-bound, or sends CPU-only pods where GPUs are in use while it is CPU-tight: both
+// paths must compute these alike.
+enum class Variant { kPlain, kConstrained, kCpuHeavy, kCpuTight };
 
 std::vector<troupe::sim::TraceNode> exampleNodes(const std::vector<troupe::sim::TraceNode>& trace,
                                                  Variant variant) {
   if (variant == Variant::kPlain) return trace;
   std::vector<troupe::sim::TraceNode> out;
   // Three copies keep the CPU-heavy variant overfilled (CPU-only twins fill the CPU first).
-  for (int copy = 0; copy < (variant == Variant::kCpuHeavy ? 3 : 6); ++copy) {
+  const bool cpu = variant == Variant::kCpuHeavy || variant == Variant::kCpuTight;
+  for (int copy = 0; copy < (cpu ? 3 : 6); ++copy) {
     for (troupe::sim::TraceNode n : trace) {
       n.name += "-" + std::to_string(copy);
       out.push_back(std::move(n));
@@ -175,17 +178,18 @@ std::vector<troupe::sim::TracePod> examplePods(const std::vector<troupe::sim::Tr
                                                Variant variant) {
   if (variant == Variant::kPlain) return trace;
   std::vector<troupe::sim::TracePod> out;
-  int gpu_pods = 0;
+  int gpu_pods = 0, pods = 0;
   for (int copy = 0; copy < 3; ++copy) {
     for (troupe::sim::TracePod p : trace) {
       p.name += "-" + std::to_string(copy);
-      if (variant == Variant::kCpuHeavy) {
+      ++pods;
+      if (variant == Variant::kCpuHeavy || (variant == Variant::kCpuTight && pods % 3 == 0)) {
         troupe::sim::TracePod twin = p;
         twin.name += "-cpu";
         twin.num_gpu = 0;
         twin.gpu_milli = 0;
         out.push_back(std::move(twin));
-      } else if (p.num_gpu > 0 && ++gpu_pods % 3 == 0) {
+      } else if (variant == Variant::kConstrained && p.num_gpu > 0 && ++gpu_pods % 3 == 0) {
         p.gpu_spec = gpu_pods % 2 ? "T4" : "V100M16|P100";
       }
       out.push_back(std::move(p));
@@ -205,19 +209,23 @@ TEST_CASE("narrowing: a live Scheduler places the example trace exactly as simul
   auto trace_pods = troupe::sim::parsePodCsv(*pod_text, "pods.csv");
   REQUIRE(trace_nodes.isOk());
   REQUIRE(trace_pods.isOk());
-  const Variant variant = GENERATE(Variant::kPlain, Variant::kConstrained, Variant::kCpuHeavy);
+  const Variant variant =
+      GENERATE(Variant::kPlain, Variant::kConstrained, Variant::kCpuHeavy, Variant::kCpuTight);
   INFO((variant == Variant::kPlain         ? "the example trace"
         : variant == Variant::kConstrained ? "three copies, a third of the GPU pods limited to models"
-                                           : "three copies, each pod with a CPU-only twin"));
+        : variant == Variant::kCpuHeavy    ? "three copies, each pod with a CPU-only twin"
+                                           : "three copies, every third pod with a CPU-only twin"));
   const std::vector<troupe::sim::TracePod> pods = examplePods(trace_pods.value(), variant);
   const std::vector<troupe::sim::TraceNode> nodes = exampleNodes(trace_nodes.value(), variant);
   troupe::model::TopologyCatalog catalog;
   auto cluster = troupe::sim::buildCluster(nodes, catalog);
   REQUIRE(cluster.isOk());
-  if (variant == Variant::kCpuHeavy) {  // the regime this variant is for
+  if (variant == Variant::kCpuHeavy || variant == Variant::kCpuTight) {  // the regime each is for
     std::vector<troupe::sched::GpuRequest> requests;
     for (const auto& p : pods) requests.push_back(troupe::sim::requestOf(p));
-    REQUIRE(troupe::sched::RequestMix::fromRequests(requests, 0.95, cluster.value().cpuPerGpu()).cpuBound());
+    const auto mix = troupe::sched::RequestMix::fromRequests(requests, 0.95, cluster.value().cpuPerGpu());
+    INFO("CPU load " << mix.cpuLoad());
+    REQUIRE((variant == Variant::kCpuHeavy ? mix.cpuBound() : mix.cpuTight()));
   }
 
   for (std::string_view kind : {"troupe", "fgd", "best-fit"}) {

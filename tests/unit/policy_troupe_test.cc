@@ -92,6 +92,13 @@ TEST_CASE("request mix: CPU-bound once the typical requests ask 1.1x the cluster
   CHECK_FALSE(cpuHeavyMix(28.0).cpuBound());
   CHECK(cpuHeavyMix(28.0).withClusterCpuPerGpu(27.0).cpuBound());
   CHECK_FALSE(RequestMix::fromRequests({tt::request(0, 0, 4000)}, 0.95, 1.0).cpuBound());  // no GPU asked
+  // Tight: from 0.9x up to bound.
+  CHECK(cpuHeavyMix(30.0).cpuLoad() == Approx(1.0));
+  CHECK(cpuHeavyMix(30.0).cpuTight());
+  CHECK(cpuHeavyMix(33.0).cpuTight());  // 30 >= 0.9 x 33
+  CHECK_FALSE(cpuHeavyMix(34.0).cpuTight());
+  CHECK_FALSE(cpuHeavyMix(27.0).cpuTight());  // bound, not tight
+  CHECK_FALSE(cpuHeavyMix(0).cpuTight());
 
   // The window judges each rebuilt mix against the cluster it was last told of, and replaces the
   // current mix (a new one, so memoised scores go) when a node change flips the verdict.
@@ -104,9 +111,14 @@ TEST_CASE("request mix: CPU-bound once the typical requests ask 1.1x the cluster
   CHECK(bound->cpuBound());
   window.setClusterCpuPerGpu(20.0);  // still bound: the same mix
   CHECK(window.current() == bound);
+  window.setClusterCpuPerGpu(30.0);  // tight now: another regime, another mix
+  const auto tight = window.current();
+  CHECK(tight != bound);
+  CHECK(tight->cpuTight());
   window.setClusterCpuPerGpu(40.0);
-  CHECK(window.current() != bound);
+  CHECK(window.current() != tight);
   CHECK_FALSE(window.current()->cpuBound());
+  CHECK_FALSE(window.current()->cpuTight());
   CHECK(window.current()->entries().size() == bound->entries().size());
 }
 
@@ -129,6 +141,17 @@ TEST_CASE("troupe: a CPU-only pod goes where the GPUs are all taken, then to sma
   CHECK(rest.best(*policy, cpu_only, context) == "idle-small");
   // A GPU pod in the same mix ignores node size (the seeded order decides).
   CHECK(rest.best(*policy, tt::request(1), context) == "idle-big");
+  // While CPU runs out about when GPUs do (a CPU-tight mix), CPU-only pods go where the most GPU
+  // is in use, even a bigger node, keeping CPU beside the free GPUs.
+  tt::SmallCluster tight_cluster;
+  tight_cluster.add("idle-small", 2, "NVIDIA-L4", "96");
+  troupe::model::NodeState& busy = tight_cluster.add("busy-big", 8, "NVIDIA-L4", "96");
+  tt::SmallCluster::use(busy, {0, 1, 2, 3, 4, 5});
+  CHECK(tight_cluster.best(*policy, cpu_only, context) == "idle-small");
+  const RequestMix tight = cpuHeavyMix(30.0);
+  REQUIRE(tight.cpuTight());
+  const troupe::sched::ScoreContext tight_context{&tight, nullptr};
+  CHECK(tight_cluster.best(*policy, tt::request(0, 0, 4000), tight_context) == "busy-big");
 }
 
 TEST_CASE("troupe: while the mix is CPU-bound, the exact fragmentation change breaks the ties",

@@ -40,7 +40,7 @@ class RequestMix {
   // Order: by count, descending; equal counts put the larger shape first (CPU, milli, GPUs,
   // models), as FGD does, so the float sums come out in the same order.
   // `cluster_cpu_per_gpu`: the GPU nodes' milli-CPU per milli-GPU (ClusterState::cpuPerGpu),
-  // 0 when unknown; it decides cpuBound().
+  // 0 when unknown; it decides cpuTight() and cpuBound().
   static RequestMix fromRequests(const std::vector<GpuRequest>& requests, double coverage = 0.95,
                                  double cluster_cpu_per_gpu = 0.0);
   // Before any request is seen: one, two, four and eight whole GPUs, and halves of one.
@@ -54,20 +54,25 @@ class RequestMix {
   double sharingShare() const { return sharing_share_; }
   // The typical requests' milli-CPU per milli-GPU (CPU-only requests included): 0 without GPU.
   double cpuPerGpu() const { return cpu_per_gpu_; }
-  // True when the typical requests ask at least kCpuBoundRatio x the CPU per GPU that the
-  // cluster's GPU nodes have: CPU, not GPUs, runs out first, so every milli-CPU a placement
-  // strands counts.
-  bool cpuBound() const { return cpu_bound_; }
-  // This mix with cpuBound() judged against another cluster CPU per GPU.
+  // The typical requests' CPU per GPU against the cluster's GPU nodes' (cpuPerGpu() over
+  // ClusterState::cpuPerGpu); 0 when the cluster's is unknown.
+  double cpuLoad() const { return cpu_load_; }
+  // CPU, not GPUs, runs out first: the typical requests ask at least kCpuBoundLoad x the CPU per
+  // GPU the GPU nodes have, so every milli-CPU a placement strands counts.
+  bool cpuBound() const { return cpu_load_ >= kCpuBoundLoad; }
+  // CPU runs out about when GPUs do: kCpuTightLoad <= cpuLoad() < kCpuBoundLoad.
+  bool cpuTight() const { return cpu_load_ >= kCpuTightLoad && !cpuBound(); }
+  // This mix with its CPU load judged against another cluster CPU per GPU.
   RequestMix withClusterCpuPerGpu(double cluster_cpu_per_gpu) const;
-  static constexpr double kCpuBoundRatio = 1.1;
+  static constexpr double kCpuTightLoad = 0.9;
+  static constexpr double kCpuBoundLoad = 1.1;
 
  private:
   std::vector<TypicalRequest> entries_;
   std::vector<ConstrainedShare> constrained_;
   double sharing_share_ = 0.0;
   double cpu_per_gpu_ = 0.0;
-  bool cpu_bound_ = false;
+  double cpu_load_ = 0.0;
 };
 
 // The live path's view of "recent": the last `capacity` GPU requests seen by filter, turned
@@ -78,8 +83,9 @@ class RequestMixWindow {
   void record(const GpuRequest& request);
   // Rebuilds the mix from the window now (e.g. after filling it from history).
   void refresh();
-  // The cluster's GPU nodes' milli-CPU per milli-GPU, for RequestMix::cpuBound(). A change that
-  // flips cpuBound() replaces the current mix at once (a new mix, so memoised scores go).
+  // The cluster's GPU nodes' milli-CPU per milli-GPU, for RequestMix::cpuLoad(). A change that
+  // moves the mix to another CPU regime (cpuTight, cpuBound) replaces the current mix at once (a
+  // new mix, so memoised scores go).
   void setClusterCpuPerGpu(double cpu_per_gpu);
   // The current mix; RequestMix::defaults() until the first refresh.
   std::shared_ptr<const RequestMix> current() const;
