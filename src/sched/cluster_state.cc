@@ -54,21 +54,21 @@ bool ClusterState::unchanged(const std::string& name, uint64_t fingerprint) cons
   return node && node->factsFingerprint() == fingerprint;
 }
 
-void ClusterState::count(const model::NodeState& node, int sign) {
-  if (node.gpuCount() == 0 || node.info().cpu_milli <= 0) return;  // CPU not tracked: unknown
-  gpu_node_cpu_milli_ += sign * node.info().cpu_milli;
-  gpu_count_ += sign * node.gpuCount();
+void CpuPerGpu::add(const model::NodeInfo& node, int sign) {
+  if (node.gpu_count == 0 || node.cpu_milli <= 0) return;  // CPU not tracked: unknown
+  cpu_milli_ += sign * node.cpu_milli;
+  gpus_ += sign * node.gpu_count;
 }
 
-double ClusterState::cpuPerGpu() const {
-  if (gpu_count_ <= 0) return 0.0;
-  return static_cast<double>(gpu_node_cpu_milli_) / (static_cast<double>(gpu_count_) * model::kMilliPerGpu);
+double CpuPerGpu::value() const {
+  if (gpus_ <= 0) return 0.0;
+  return static_cast<double>(cpu_milli_) / (static_cast<double>(gpus_) * model::kMilliPerGpu);
 }
 
 void ClusterState::upsert(model::NodeInfo info, uint64_t fingerprint) {
   const std::string name = info.name;
   auto it = nodes_.find(name);
-  if (it != nodes_.end()) count(it->second, -1);
+  if (it != nodes_.end()) cpu_per_gpu_.add(it->second.info(), -1);
   if (it == nodes_.end()) {
     it = nodes_.emplace(name, model::NodeState(std::move(info))).first;
     index_.insert(&it->second);
@@ -84,7 +84,7 @@ void ClusterState::upsert(model::NodeInfo info, uint64_t fingerprint) {
   } else {
     it->second.setInfo(std::move(info));
   }
-  count(it->second, +1);
+  cpu_per_gpu_.add(it->second.info());
   it->second.setFactsFingerprint(fingerprint);
 }
 
@@ -92,7 +92,7 @@ std::optional<uint32_t> ClusterState::remove(const std::string& name) {
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return std::nullopt;
   for (const auto& [uid, a] : it->second.allocations()) pod_node_.erase(uid);
-  count(it->second, -1);
+  cpu_per_gpu_.add(it->second.info(), -1);
   index_.erase(name);
   const uint32_t ordinal = it->second.ordinal();
   free_ordinals_.push_back(ordinal);

@@ -48,7 +48,7 @@ RequestMix RequestMix::fromRequests(const std::vector<GpuRequest>& requests, dou
     gpu += t.probability * t.gpus * static_cast<double>(t.milli_per_gpu);
   }
   mix.cpu_per_gpu_ = gpu > 0 ? cpu / gpu : 0.0;
-  mix.cpu_load_ = cluster_cpu_per_gpu > 0 ? mix.cpu_per_gpu_ / cluster_cpu_per_gpu : 0.0;
+  mix.cpu_load_ = mix.cpuLoadAgainst(cluster_cpu_per_gpu);
   // The constrained requests' share of the GPU request, per list of models.
   std::map<std::string, std::pair<int64_t, const GpuRequest*>> by_list;
   int64_t gpu_total = 0, sharing = 0;
@@ -69,9 +69,13 @@ RequestMix RequestMix::fromRequests(const std::vector<GpuRequest>& requests, dou
   return mix;
 }
 
+double RequestMix::cpuLoadAgainst(double cluster_cpu_per_gpu) const {
+  return cluster_cpu_per_gpu > 0 ? cpu_per_gpu_ / cluster_cpu_per_gpu : 0.0;
+}
+
 RequestMix RequestMix::withClusterCpuPerGpu(double cluster_cpu_per_gpu) const {
   RequestMix out = *this;
-  out.cpu_load_ = cluster_cpu_per_gpu > 0 ? cpu_per_gpu_ / cluster_cpu_per_gpu : 0.0;
+  out.cpu_load_ = cpuLoadAgainst(cluster_cpu_per_gpu);
   return out;
 }
 
@@ -107,11 +111,12 @@ void RequestMixWindow::refresh() {
 void RequestMixWindow::setClusterCpuPerGpu(double cpu_per_gpu) {
   std::lock_guard lock(mu_);
   cluster_cpu_per_gpu_ = cpu_per_gpu;
-  if (!mix_) return;
-  RequestMix judged = mix_->withClusterCpuPerGpu(cpu_per_gpu);
-  if (judged.cpuBound() != mix_->cpuBound() || judged.cpuTight() != mix_->cpuTight()) {
-    mix_ = std::make_shared<const RequestMix>(std::move(judged));
+  // Node changes are frequent at start-up: the mix is copied only when its regime moves.
+  if (!mix_ || RequestMix::cpuRegimeOf(mix_->cpuLoadAgainst(cpu_per_gpu)) ==
+                   RequestMix::cpuRegimeOf(mix_->cpuLoad())) {
+    return;
   }
+  mix_ = std::make_shared<const RequestMix>(mix_->withClusterCpuPerGpu(cpu_per_gpu));
 }
 
 void RequestMixWindow::rebuildLocked() {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "troupe/common/strings.h"
+#include "troupe/sched/cluster_state.h"
 
 namespace troupe::sim {
 
@@ -30,13 +31,9 @@ Result<Cluster> buildCluster(const std::vector<TraceNode>& nodes, model::Topolog
 }
 
 double Cluster::cpuPerGpu() const {
-  int64_t cpu = 0, count = 0;
-  for (const model::NodeInfo& n : nodes) {
-    if (n.gpu_count == 0 || n.cpu_milli <= 0) continue;
-    cpu += n.cpu_milli;
-    count += n.gpu_count;
-  }
-  return count > 0 ? static_cast<double>(cpu) / static_cast<double>(count * model::kMilliPerGpu) : 0.0;
+  sched::CpuPerGpu sum;
+  for (const model::NodeInfo& n : nodes) sum.add(n);
+  return sum.value();
 }
 
 sched::GpuRequest requestOf(const TracePod& pod) {

@@ -24,6 +24,18 @@ namespace troupe::sched {
 // candidate) is recognised without rebuilding it. Never 0 (0 means "never built").
 uint64_t factsFingerprint(const model::NodeFacts& facts);
 
+// The GPU nodes' allocatable milli-CPU per milli-GPU: CPU-only nodes are left out (GPU pods
+// cannot use their CPU), and so are nodes whose CPU is not tracked.
+class CpuPerGpu {
+ public:
+  void add(const model::NodeInfo& node, int sign = +1);
+  double value() const;  // 0 without such nodes
+
+ private:
+  int64_t cpu_milli_ = 0;
+  int64_t gpus_ = 0;
+};
+
 class ClusterState {
  public:
   // --- nodes ----------------------------------------------------------------------------
@@ -38,9 +50,8 @@ class ClusterState {
     }
   }
   size_t size() const { return nodes_.size(); }
-  // The GPU nodes' allocatable milli-CPU per milli-GPU (CPU-only nodes left out: GPU pods
-  // cannot use their CPU; so are nodes whose CPU is not tracked); 0 without such nodes.
-  double cpuPerGpu() const;
+  // CpuPerGpu over the nodes, kept as they come and go.
+  double cpuPerGpu() const { return cpu_per_gpu_.value(); }
   // True when the node exists and was last built from facts with this fingerprint.
   bool unchanged(const std::string& name, uint64_t fingerprint) const;
   // Adds the node (with a fresh ordinal and birth) or replaces its info, keeping allocations.
@@ -83,10 +94,7 @@ class ClusterState {
   std::vector<uint64_t> ordinal_births_;
   uint64_t births_ = 0;
   std::unordered_map<std::string, std::string> pod_node_;  // pod uid -> node
-  // Sums over the GPU nodes, for cpuPerGpu().
-  int64_t gpu_node_cpu_milli_ = 0;
-  int64_t gpu_count_ = 0;
-  void count(const model::NodeState& node, int sign);
+  CpuPerGpu cpu_per_gpu_;
 };
 
 }  // namespace troupe::sched

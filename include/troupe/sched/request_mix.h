@@ -59,10 +59,17 @@ class RequestMix {
   double cpuLoad() const { return cpu_load_; }
   // CPU, not GPUs, runs out first: the typical requests ask at least kCpuBoundLoad x the CPU per
   // GPU the GPU nodes have, so every milli-CPU a placement strands counts.
-  bool cpuBound() const { return cpu_load_ >= kCpuBoundLoad; }
+  bool cpuBound() const { return cpuRegimeOf(cpu_load_) == CpuRegime::kBound; }
   // CPU runs out about when GPUs do: kCpuTightLoad <= cpuLoad() < kCpuBoundLoad.
-  bool cpuTight() const { return cpu_load_ >= kCpuTightLoad && !cpuBound(); }
-  // This mix with its CPU load judged against another cluster CPU per GPU.
+  bool cpuTight() const { return cpuRegimeOf(cpu_load_) == CpuRegime::kTight; }
+  enum class CpuRegime { kRelaxed, kTight, kBound };
+  static CpuRegime cpuRegimeOf(double load) {
+    return load >= kCpuBoundLoad   ? CpuRegime::kBound
+           : load >= kCpuTightLoad ? CpuRegime::kTight
+                                   : CpuRegime::kRelaxed;
+  }
+  // cpuLoad() against another cluster CPU per GPU, and this mix with that load.
+  double cpuLoadAgainst(double cluster_cpu_per_gpu) const;
   RequestMix withClusterCpuPerGpu(double cluster_cpu_per_gpu) const;
   static constexpr double kCpuTightLoad = 0.9;
   static constexpr double kCpuBoundLoad = 1.1;

@@ -23,7 +23,7 @@ struct Cluster {
   std::vector<model::NodeInfo> nodes;  // sorted by name, the order the seeded ranks index
   int64_t gpus = 0;
   int64_t gpu_milli() const { return gpus * model::kMilliPerGpu; }
-  // milli-CPU per milli-GPU, as sched::ClusterState::cpuPerGpu counts it (the nodes with CPU).
+  // sched::CpuPerGpu over the nodes, as the live ClusterState counts it.
   double cpuPerGpu() const;
 };
 
