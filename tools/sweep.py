@@ -174,7 +174,9 @@ class Sweep:
         try:
             with open(path) as f:
                 r = json.load(f)
-            return float(r["unallocated_pct_100"]), float(r["unallocated_pct_130"])
+            floor = r.get("floor_pct_100")
+            return float(r["unallocated_pct_100"]), float(r["unallocated_pct_130"]), \
+                None if floor is None else float(floor)
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -209,7 +211,11 @@ class Sweep:
                     # A trace so small that one pod's request jumps over the 100% (or 130%) mark.
                     raise RuntimeError(f"{' '.join(cmd)}: no pod arrived at 100% and 130% of the GPU capacity for "
                                        f"{p['policy']}; the node/pod lists are too small for this point")
-                got[p["policy"]] = (float(u["100"]["per_seed"][0]), float(u["130"]["per_seed"][0]))
+                # The hindsight floor (troupe simulate --help) is the run's, not the policy's; a
+                # binary from before it has none.
+                floor = (doc.get("floor_percent_100") or {}).get("per_seed", [None])[0]
+                got[p["policy"]] = (float(u["100"]["per_seed"][0]), float(u["130"]["per_seed"][0]),
+                                    None if floor is None else float(floor))
         except (ValueError, KeyError, IndexError, TypeError) as e:
             raise RuntimeError(f"{' '.join(cmd)}: unexpected JSON ({e!r}); is --troupe a troupe binary?") from None
         missing = [p for p in policies if p not in got]
@@ -224,7 +230,7 @@ class Sweep:
         got = self.simulate(pods, run, policies)
         wseed, rseed = self.seeds(run)
         for policy in policies:
-            u100, u130 = got[policy]
+            u100, u130, floor = got[policy]
             path = self.cache_path(axis, value, run, policy, workload_hash)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             record = {
@@ -237,6 +243,7 @@ class Sweep:
                 "workload_sha256": workload_hash,
                 "unallocated_pct_100": u100,
                 "unallocated_pct_130": u130,
+                "floor_pct_100": floor,
             }
             tmp = path + ".tmp"
             with open(tmp, "w") as f:
@@ -307,13 +314,30 @@ def write_runs(path, points, runs, policies, results):
     with open(path, "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["axis", "value", "run", "workload_seed", "replay_seed", "policy", "unallocated_pct_100",
-                    "unallocated_pct_130"])
+                    "unallocated_pct_130", "floor_pct_100"])
         for axis, value in points:
             for run in range(1, runs + 1):
                 for policy in policies:
-                    u100, u130 = results[(axis, value, run, policy)]
+                    u100, u130, _ = results[(axis, value, run, policy)]
+                    floor = floor_of(results, (axis, value), run, policies)
                     w.writerow([axis, "" if value is None else fmt_value(value), run,
-                                "" if value is None else run, 41 + run, policy, f"{u100:.4f}", f"{u130:.4f}"])
+                                "" if value is None else run, 41 + run, policy, f"{u100:.4f}", f"{u130:.4f}",
+                                "" if floor is None else f"{floor:.4f}"])
+
+
+def floor_of(results, pt, run, policies):
+    """The run's hindsight floor at 100% arrived, from any policy's result that carries it."""
+    return next((results[pt + (run, p)][2] for p in policies if results[pt + (run, p)][2] is not None), None)
+
+
+def floor_stats(points, runs, policies, results):
+    """{point: (mean, sd)} of the floor, for the points where every run has one."""
+    out = {}
+    for pt in points:
+        fs = [floor_of(results, pt, r, policies) for r in range(1, runs + 1)]
+        if all(f is not None for f in fs):
+            out[pt] = mean_sd(fs)
+    return out
 
 
 def summarize(points, runs, policies, results, at=0):
@@ -338,7 +362,7 @@ def headline(points, runs, compare):
             f"{statistics.fmean(rels):+.2f}%; troupe ≤ fgd in {wins} of {runs * len(points)} paired runs")
 
 
-def write_table(path, points, runs, policies, stats, compare, compare130):
+def write_table(path, points, runs, policies, stats, compare, compare130, floors=None):
     lines = [
         "# The sweep: unallocated GPU % at 100% arrived",
         "",
@@ -350,8 +374,16 @@ def write_table(path, points, runs, policies, stats, compare, compare130):
         lines += ["\"troupe vs fgd\" is (troupe - fgd) / fgd of the means; ▲ marks a point where troupe's mean is "
                   "above fgd's. \"runs ≤\" counts the paired runs (same workload, same shuffle) where troupe "
                   "leaves no more GPUs unallocated than fgd."]
+    floors = floors or {}
+    gap = bool(compare) and any(pt in floors for pt in points)
+    if floors:
+        lines += ["\"floor\" is what the request sizes alone leave idle: the same arrived requests packed with "
+                  "hindsight into the cluster's GPUs, CPU, nodes and models left out (troupe simulate --help)."
+                  + (" \"gap closed\" is the share of fgd's distance to the floor that troupe removes, "
+                     "(fgd - troupe) / (fgd - floor)." if gap else "")]
     lines.append("")
-    head = ["axis", "value"] + policies + (["troupe vs fgd", "runs ≤"] if compare else [])
+    head = ["axis", "value"] + policies + (["floor"] if floors else []) + \
+        (["troupe vs fgd", "runs ≤"] if compare else []) + (["gap closed"] if gap else [])
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join(["---", "---:"] + ["---:"] * (len(head) - 2)) + "|")
     for pt in points:
@@ -362,22 +394,35 @@ def write_table(path, points, runs, policies, stats, compare, compare130):
             m, sd = stats[pt][p]
             text = f"{m:.2f} ± {sd:.2f}"
             cells.append(f"**{text}**" if round(m, 2) == round(best, 2) else text)
+        if floors:
+            cells.append(f"{floors[pt][0]:.2f} ± {floors[pt][1]:.2f}" if pt in floors else "n/a")
         if compare:
             rel, ok, wins = compare[pt]
             cells.append(f"{rel:+.2f}%" if ok else f"**{rel:+.2f}% ▲**")
             cells.append(f"{wins}/{runs}")
+        if gap:
+            cells.append(closed_text(stats[pt], floors.get(pt)))
         lines.append("| " + " | ".join(cells) + " |")
     if compare:
         rels = [compare[pt][0] for pt in points]
         ok = sum(1 for pt in points if compare[pt][1])
         wins = sum(compare[pt][2] for pt in points)
-        cells = ["**all points**", ""] + [""] * len(policies)
+        cells = ["**all points**", ""] + [""] * len(policies) + ([""] if floors else [])
         cells += [f"**{statistics.fmean(rels):+.2f}%** (average)", f"{wins}/{runs * len(points)}"]
+        if gap:
+            cells.append("")
         lines.append("| " + " | ".join(cells) + " |")
         lines += ["", f"At 100% arrived: {headline(points, runs, compare)}.",
                   f"At 130% arrived (runs.csv): {headline(points, runs, compare130)}."]
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
+
+
+def closed_text(point_stats, floor):
+    """(fgd - troupe) / (fgd - floor) as a percent; n/a without a floor or with fgd on it."""
+    if floor is None or point_stats["fgd"][0] - floor[0] <= 0.005:
+        return "n/a"
+    return f"{(point_stats['fgd'][0] - point_stats['troupe'][0]) / (point_stats['fgd'][0] - floor[0]) * 100:+.0f}%"
 
 
 def nice_ticks(lo, hi, count=5):
@@ -398,7 +443,7 @@ def esc(s):
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def write_svg(path, points, runs, policies, stats, natural):
+def write_svg(path, points, runs, policies, stats, natural, floors=None):
     width, pw, ph = 900, 380, 250  # panel plot area
     left, top, gap_x, gap_y = 62, 50, 80, 95
     legend_y = top + 2 * ph + gap_y + 72
@@ -421,7 +466,9 @@ def write_svg(path, points, runs, policies, stats, natural):
             out.append(f'<text x="{ox + pw / 2}" y="{oy + ph / 2}" text-anchor="middle" fill="#777">'
                        f'no point on this axis</text>')
             continue
+        floors = floors or {}
         ys = [stats[pt][p][0] + s * stats[pt][p][1] for _, pt in xs for p in policies for s in (-1, 1)]
+        ys += [floors[pt][0] for _, pt in xs if pt in floors]
         yt = nice_ticks(max(0.0, min(ys)), max(ys))
         y0, y1 = yt[0], yt[-1] if yt[-1] > yt[0] else yt[0] + 1
         x0, x1 = min(x for x, _ in xs), max(x for x, _ in xs)
@@ -452,6 +499,10 @@ def write_svg(path, points, runs, policies, stats, natural):
                            f'stroke-dasharray="3,3"/>')
         out.append(f'<text x="{ox - 42}" y="{oy + ph / 2}" text-anchor="middle" '
                    f'transform="rotate(-90 {ox - 42} {oy + ph / 2})">unallocated GPU %</text>')
+        if all(pt in floors for _, pt in xs):
+            coords = " ".join(f"{sx(x):.1f},{sy(floors[pt][0]):.1f}" for x, pt in xs)
+            out.append(f'<polyline fill="none" stroke="#555" stroke-width="1.4" stroke-dasharray="5,4" '
+                       f'points="{coords}"/>')
         n = len(policies)
         for i, p in enumerate(policies):
             color = COLORS[KNOWN_POLICIES.index(p) % len(COLORS)]
@@ -470,7 +521,12 @@ def write_svg(path, points, runs, policies, stats, natural):
             width_line = 2.4 if p == "troupe" else 1.6
             out.append(f'<polyline fill="none" stroke="{color}" stroke-width="{width_line}" '
                        f'points="{" ".join(coords)}"/>')
-    slot = width / max(len(policies), 1)
+    slot = width / max(len(policies) + (1 if floors else 0), 1)
+    if floors:
+        x = slot * len(policies) + 20
+        out.append(f'<line x1="{x:.1f}" x2="{x + 22:.1f}" y1="{legend_y}" y2="{legend_y}" stroke="#555" '
+                   f'stroke-width="1.4" stroke-dasharray="5,4"/>')
+        out.append(f'<text x="{x + 28:.1f}" y="{legend_y + 4}">floor</text>')
     for i, p in enumerate(policies):
         color = COLORS[KNOWN_POLICIES.index(p) % len(COLORS)]
         x = slot * i + 20
@@ -544,8 +600,9 @@ def main(argv):
     write_runs(os.path.join(a.out, "runs.csv"), a.points, a.runs, a.policy, results)
     stats, compare = summarize(a.points, a.runs, a.policy, results)
     _, compare130 = summarize(a.points, a.runs, a.policy, results, at=1)
-    write_table(os.path.join(a.out, "table.md"), a.points, a.runs, a.policy, stats, compare, compare130)
-    write_svg(os.path.join(a.out, "sweep.svg"), a.points, a.runs, a.policy, stats, natural)
+    floors = floor_stats(a.points, a.runs, a.policy, results)
+    write_table(os.path.join(a.out, "table.md"), a.points, a.runs, a.policy, stats, compare, compare130, floors)
+    write_svg(os.path.join(a.out, "sweep.svg"), a.points, a.runs, a.policy, stats, natural, floors)
     sys.stderr.write(f"sweep: {sweep.simulate_calls} simulate calls in {time.monotonic() - t0:.0f} s; wrote "
                      f"{a.out}/runs.csv, table.md, sweep.svg\n")
     if compare:

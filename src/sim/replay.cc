@@ -11,6 +11,7 @@
 #include "troupe/sched/placement.h"
 #include "troupe/sched/request_mix.h"
 #include "troupe/sim/defrag.h"
+#include "troupe/sim/packing_floor.h"
 
 namespace troupe::sim {
 namespace {
@@ -140,6 +141,15 @@ DefragOutcome adviseAt(const std::vector<model::NodeState>& nodes, const ReplayI
   return out;
 }
 
+// The hindsight packing of the first `count` pods of the run.
+int64_t floorOf(const std::vector<sched::GpuRequest>& requests, const std::vector<int>& order, size_t count,
+                int64_t gpus) {
+  std::vector<const sched::GpuRequest*> arrived;
+  arrived.reserve(count);
+  for (size_t i = 0; i < count; ++i) arrived.push_back(&requests[static_cast<size_t>(order[i])]);
+  return hindsightIdleMilli(arrived, gpus);
+}
+
 }  // namespace
 
 RunResult replay(const ReplayInput& in) {
@@ -202,6 +212,9 @@ RunResult replay(const ReplayInput& in) {
   for (size_t step = 0; step < plan.order.size(); ++step) {
     const int pod = plan.order[step];
     const sched::GpuRequest& req = requests[static_cast<size_t>(pod)];
+    if (!result.floor_idle_milli && arrived + req.totalMilli() > cluster.gpu_milli()) {
+      result.floor_idle_milli = floorOf(requests, plan.order, step, cluster.gpus);
+    }
     arrived += req.wantsGpus() ? req.totalMilli() : 0;
     feasible.clear();
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -280,6 +293,9 @@ RunResult replay(const ReplayInput& in) {
     if (!in.defrag_moves.empty() && !result.defrag && arrived >= cluster.gpu_milli()) {
       result.defrag = adviseAt(nodes, in, requests, plan.order, mix.context());
     }
+  }
+  if (!result.floor_idle_milli && arrived >= cluster.gpu_milli()) {
+    result.floor_idle_milli = floorOf(requests, plan.order, plan.order.size(), cluster.gpus);
   }
   if (!in.defrag_moves.empty() && !result.defrag) {
     result.defrag = adviseAt(nodes, in, requests, plan.order, mix.context());

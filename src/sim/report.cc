@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "troupe/model/node.h"
 #include "troupe/sim/report_text.h"
 #include "troupe/sim/summary.h"
 
@@ -80,6 +81,20 @@ std::vector<double> unallocatedAt(const PolicyRuns& runs, int percent) {
   return out;
 }
 
+std::vector<double> floorPercent(const Report& report) {
+  for (const PolicyRuns& p : report.policies) {
+    std::vector<double> out;
+    for (const RunResult& r : p.runs) {
+      if (r.floor_idle_milli && r.capacity_gpus > 0) {
+        out.push_back(100.0 * static_cast<double>(*r.floor_idle_milli) /
+                      static_cast<double>(r.capacity_gpus * model::kMilliPerGpu));
+      }
+    }
+    if (!out.empty()) return out;
+  }
+  return {};
+}
+
 std::string renderTable(const Report& report) {
   int64_t gpus = 0;
   for (const PolicyRuns& p : report.policies) {
@@ -107,6 +122,13 @@ std::string renderTable(const Report& report) {
     row += pad(t.placed == 0 ? "n/a" : fixed(t.share(), 1) + "%", 16, true);
     row += pad(fixed(meanSeconds(p), 2), 8, true);
     out += row + "\n";
+  }
+  if (std::vector<double> f = floorPercent(report); !f.empty()) {
+    const Spread s = spreadOf(f);
+    out += "\nfloor @100%: " + fixed(s.mean, 2) + (s.n > 1 ? " ± " + fixed(s.sd, 2) : std::string()) +
+           " - the same requests packed with hindsight into the cluster's GPUs (CPU, nodes and\n"
+           "models left out): what the request sizes alone leave idle. Above it is what placement\n"
+           "can still win (docs/placement-quality.md).\n";
   }
   out += "\nbest GPU set: multi-GPU pods placed on a GPU set as well connected as any on their node.\n";
   out += "n/a at a point: the workload never reached it (raise the tuning or check the trace).\n";
@@ -174,11 +196,20 @@ std::string renderDefragTable(const Report& report) {
 }
 
 std::string renderJson(const Report& report) {
-  std::string out = "{\n  \"nodes\": " + jsonString(report.nodes_file) +
-                    ",\n  \"pods\": " + jsonString(report.pods_file) +
-                    ",\n  \"first_seed\": " + std::to_string(report.first_seed) +
-                    ",\n  \"seeds\": " + std::to_string(report.seeds) +
-                    ",\n  \"seconds\": " + fixed(report.seconds, 3) + ",\n  \"policies\": [";
+  std::string out =
+      "{\n  \"nodes\": " + jsonString(report.nodes_file) + ",\n  \"pods\": " + jsonString(report.pods_file) +
+      ",\n  \"first_seed\": " + std::to_string(report.first_seed) +
+      ",\n  \"seeds\": " + std::to_string(report.seeds) + ",\n  \"seconds\": " + fixed(report.seconds, 3);
+  if (std::vector<double> f = floorPercent(report); !f.empty()) {
+    const Spread s = spreadOf(f);
+    out += ",\n  \"floor_percent_100\": {\"mean\": " + fixed(s.mean, 4) + ", \"sd\": " + fixed(s.sd, 4) +
+           ", \"per_seed\": [";
+    for (size_t k = 0; k < f.size(); ++k) out += (k ? ", " : "") + fixed(f[k], 4);
+    out += "]}";
+  } else {
+    out += ",\n  \"floor_percent_100\": null";
+  }
+  out += ",\n  \"policies\": [";
   for (size_t i = 0; i < report.policies.size(); ++i) {
     const PolicyRuns& p = report.policies[i];
     out += i ? ",\n" : "\n";

@@ -28,7 +28,8 @@ REAL = os.environ.get("TROUPE_BIN", os.path.join(ROOT, "build", "troupe"))
 # A stand-in for 'troupe simulate --json': it logs each call (argv and a hash of the pod file) to
 # $FAKE_LOG and answers a value made from the pod file, the seed and the policy, so different
 # workloads and seeds give different numbers. troupe is made worse than fgd on derived "cpu-"
-# workloads so that the table has a point to mark. FAKE_FAIL=1 makes it fail like a crash.
+# workloads so that the table has a point to mark. FAKE_FAIL=1 makes it fail like a crash. The
+# hindsight floor depends on the pod file and seed only; FAKE_NO_FLOOR=1 leaves it out.
 FAKE = textwrap.dedent(
     """\
     #!/usr/bin/env python3
@@ -49,7 +50,11 @@ FAKE = textwrap.dedent(
         v = base.get(p, 9.0) + noise + (1.5 if p == "troupe" and "cpu-" in opt["--pods"] else 0)
         u = lambda x: {"mean": x, "sd": 0, "min": x, "max": x, "per_seed": [x]}
         out.append({"policy": p, "unallocated_percent": {"100": u(round(v, 4)), "130": u(round(v - 0.1, 4))}})
-    print(json.dumps({"first_seed": int(opt["--first-seed"]), "seeds": 1, "policies": out}))
+    doc = {"first_seed": int(opt["--first-seed"]), "seeds": 1, "policies": out}
+    if not os.environ.get("FAKE_NO_FLOOR"):  # a binary from before the floor has none
+        f = 2.0 + int(hashlib.sha256((digest + opt["--first-seed"]).encode()).hexdigest()[:6], 16) / 16**6
+        doc["floor_percent_100"] = {"mean": round(f, 4), "sd": 0, "per_seed": [round(f, 4)]}
+    print(json.dumps(doc))
     """
 )
 
@@ -177,9 +182,11 @@ class SweepTest(unittest.TestCase):
         texts = [t.text for t in svg.iter(ns + "text")]
         for title in ("multi-GPU pods' share of the GPU request", "CPU-only pods, x the default list's"):
             self.assertIn(title, texts)
-        # Only the cpu panel has points: a line per policy through the default (x = 1) and 0.5.
+        # Only the cpu panel has points: a line per policy through the default (x = 1) and 0.5,
+        # and the floor's (dashed).
         lines = list(svg.iter(ns + "polyline"))
-        self.assertEqual(len(lines), 3)
+        self.assertEqual(len(lines), 4)
+        self.assertEqual(sum(1 for ln in lines if ln.get("stroke-dasharray")), 1)
         self.assertTrue(all(len(ln.get("points").split()) == 2 for ln in lines))
         self.assertEqual(texts.count("no point on this axis"), 3)
         self.assertIn("default", texts)
@@ -272,6 +279,41 @@ class SweepTest(unittest.TestCase):
         for words in ("41+i", "--recompute", "runs.csv", "sweep.svg"):
             self.assertIn(words, r.stdout)
 
+    def test_floor_column(self):
+        r = self.sweep("--cache", self.cache, "--policy", "troupe,fgd")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = self.runs_csv()
+        table = parse_table(os.path.join(self.out, "table.md"))
+        for (axis, value), cells in table.items():
+            if axis.startswith("**"):
+                continue
+            mine = [r for r in rows if r["axis"] == axis and r["value"] == ("" if value == "-" else value)]
+            # One floor per run, the same in every policy's row.
+            by_run = {}
+            for row in mine:
+                by_run.setdefault(row["run"], set()).add(row["floor_pct_100"])
+            self.assertTrue(all(len(v) == 1 for v in by_run.values()), by_run)
+            floors = [float(next(iter(v))) for v in by_run.values()]
+            m, sd = mean_sd(cells["floor"])
+            self.assertAlmostEqual(m, statistics.fmean(floors), delta=0.005)
+            self.assertAlmostEqual(sd, statistics.stdev(floors), delta=0.005)
+            t = statistics.fmean(float(r["unallocated_pct_100"]) for r in mine if r["policy"] == "troupe")
+            g = statistics.fmean(float(r["unallocated_pct_100"]) for r in mine if r["policy"] == "fgd")
+            closed = (g - t) / (g - statistics.fmean(floors)) * 100
+            self.assertEqual(cells["gap closed"], f"{closed:+.0f}%")
+        with open(os.path.join(self.out, "sweep.svg")) as f:
+            self.assertIn(">floor</text>", f.read())
+        # A cached result keeps its floor; a binary without one leaves the column out.
+        calls = len(self.calls())
+        r = self.sweep("--cache", self.cache, "--policy", "troupe,fgd", env={"FAKE_NO_FLOOR": "1"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(self.calls()), calls)
+        self.assertIn("floor", parse_table(os.path.join(self.out, "table.md"))[("default", "-")])
+        r = self.sweep("--policy", "troupe,fgd", env={"FAKE_NO_FLOOR": "1"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("floor", parse_table(os.path.join(self.out, "table.md"))[("default", "-")])
+        self.assertTrue(all(row["floor_pct_100"] == "" for row in self.runs_csv()))
+
     @unittest.skipUnless(os.access(REAL, os.X_OK), "build/troupe not built")
     def test_real_simulator(self):
         r = self.sweep("--cache", self.cache, "--policy", "troupe,fgd", "--points", "default gpuspec=0.2",
@@ -287,6 +329,11 @@ class SweepTest(unittest.TestCase):
         self.assertAlmostEqual(float(got["unallocated_pct_100"]), want, delta=1e-4)
         table = parse_table(os.path.join(self.out, "table.md"))
         self.assertIn(("gpuspec", "0.2"), table)
+        # The floor is simulate's, and no policy's run leaves fewer GPUs idle than it.
+        self.assertAlmostEqual(float(got["floor_pct_100"]), json.loads(sim.stdout)["floor_percent_100"]["per_seed"][0],
+                               delta=1e-4)
+        for row in rows:
+            self.assertLessEqual(float(row["floor_pct_100"]), float(row["unallocated_pct_100"]), row)
 
 
 if __name__ == "__main__":

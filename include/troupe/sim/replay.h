@@ -43,6 +43,10 @@ struct RunResult {
   int multi_gpu_best = 0;               // ... of them on a best-possible GPU set of their node
   double seconds = 0;                   // wall time of the replay
   std::optional<DefragOutcome> defrag;  // when ReplayInput::defrag_moves is not empty
+  // The pods that arrived up to 100% of capacity packed with hindsight (packing_floor.h): the
+  // idle milli-GPU their sizes alone leave. Depends on the seed only, not on the policy;
+  // nullopt when the arrived requests never reach 100%.
+  std::optional<int64_t> floor_idle_milli;
 };
 
 struct ReplayInput {

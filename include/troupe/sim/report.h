@@ -28,6 +28,10 @@ struct Report {
 // Unallocated GPU % at `percent` arrived, per seed (seeds whose window is empty are left out).
 std::vector<double> unallocatedAt(const PolicyRuns& runs, int percent);
 
+// The hindsight floor at 100% arrived (RunResult::floor_idle_milli) in % of the GPUs, per seed
+// of the first policy that has it (it is the same for every policy of a seed).
+std::vector<double> floorPercent(const Report& report);
+
 std::string renderTable(const Report& report);
 // The defragmentation advisor's outcomes (RunResult::defrag); "" when no run has one.
 std::string renderDefragTable(const Report& report);
