@@ -1,6 +1,7 @@
 #include "troupe/sched/request_mix.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <tuple>
 
@@ -92,11 +93,34 @@ const RequestMix& RequestMix::defaults() {
   return mix;
 }
 
-RequestMixWindow::RequestMixWindow(size_t capacity, size_t refresh)
-    : capacity_(std::max<size_t>(1, capacity)), refresh_(std::max<size_t>(1, refresh)) {}
+RequestMixWindow::RequestMixWindow(size_t capacity, size_t refresh, size_t remembered_uids)
+    : capacity_(std::max<size_t>(1, capacity)),
+      refresh_(std::max<size_t>(1, refresh)),
+      remembered_uids_(remembered_uids > 0 ? remembered_uids : 4 * capacity_) {}
 
 void RequestMixWindow::record(const GpuRequest& request) {
   std::lock_guard lock(mu_);
+  recordLocked(request);
+}
+
+bool RequestMixWindow::record(const GpuRequest& request, const std::string& uid) {
+  if (uid.empty()) {
+    record(request);
+    return true;
+  }
+  const uint64_t h = std::hash<std::string>{}(uid);
+  std::lock_guard lock(mu_);
+  if (!uids_.insert(h).second) return false;
+  uid_order_.push_back(h);
+  if (uid_order_.size() > remembered_uids_) {
+    uids_.erase(uid_order_.front());
+    uid_order_.pop_front();
+  }
+  recordLocked(request);
+  return true;
+}
+
+void RequestMixWindow::recordLocked(const GpuRequest& request) {
   window_.push_back(request);
   if (window_.size() > capacity_) window_.pop_front();
   if (++since_refresh_ < refresh_) return;

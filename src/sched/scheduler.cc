@@ -26,7 +26,8 @@ Scheduler::Scheduler(SchedulerConfig config)
     : config_(std::move(config)),
       gangs_(cluster_, gangBookConfig(config_)),
       pending_(config_.max_pending_pods, config_.max_deleted_pods),
-      learner_(config_.learning) {}
+      learner_(config_.learning),
+      mix_window_(config_.request_mix_window, config_.request_mix_refresh) {}
 
 Clock::time_point Scheduler::now() const { return config_.clock ? config_.clock() : Clock::now(); }
 
@@ -208,7 +209,9 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
     return refuseAll("troupe: pod " + pod.key() + " (uid " + pod.uid +
                      ") was deleted; Troupe no longer schedules it");
   }
-  if (seen == PendingPods::Seen::kFirst) mix_window_.record(req.value());
+  // By uid: the watch may have counted it already (noteWatchedDemand), or a pending record
+  // dropped for room may come back as kFirst.
+  if (seen == PendingPods::Seen::kFirst) mix_window_.record(req.value(), pod.uid);
   // Queues (queue_book.h): the pod's queue must be valid, and it may take only what its
   // queue's limit and fair share allow now. The one check when queueing is off.
   std::string queue;
@@ -633,6 +636,24 @@ void Scheduler::notePod(const PodFacts& pod, QueueClock::time_point since) {
     q.product = node->info().gpu_product;
   }
   queues_.upsertPod(std::move(q));
+}
+
+void Scheduler::noteWatchedDemand(const PodFacts& pod) {
+  // Without a uid the pod could not be counted once; a pending pod reaches filter (counting it
+  // here would change the order the mix sees pods in from the simulator's).
+  if (pod.uid.empty() || pod.node_name.empty() || pod.phase == "Succeeded" || pod.phase == "Failed" ||
+      pending_.deleted(pod.uid)) {
+    return;
+  }
+  {
+    // The mix is measured against the GPU nodes' CPU: pods elsewhere do not load it.
+    std::shared_lock lock(mu_);
+    const model::NodeState* node = cluster_.find(pod.node_name);
+    if (!node || node->gpuCount() == 0) return;
+  }
+  Result<GpuRequest> req = parseGpuRequest(pod, config_.topology_levels);
+  if (!req.isOk()) return;  // the watch's own decoding reports pods it cannot read
+  mix_window_.record(req.value(), pod.uid);
 }
 
 std::vector<QueueStatus> Scheduler::queueStatuses() const { return queues_.statuses(); }

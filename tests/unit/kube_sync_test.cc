@@ -357,3 +357,46 @@ TEST_CASE("kube sync: a gang's pods terminating or deleted end the gang and free
   CHECK(w.scheduler.filter(member("a"), {"n1", "n2"}).passed.empty());
   CHECK(w.scheduler.gangs().empty());
 }
+
+TEST_CASE("kube sync: bound pods in the list and the watch reach the request mix, once each",
+          "[kube][sync][mix]") {
+  std::ostringstream log;
+  troupe::adapters::Logger logger{log, troupe::adapters::LogLevel::kDebug};
+  troupe::sched::SchedulerConfig config;
+  config.request_mix_refresh = 1;  // the mix shows every request at once
+  troupe::sched::Scheduler scheduler{config};
+  ClusterSync sync{scheduler, logger};
+  auto& nodes = sync.nodeHandler();
+  auto& pods = sync.podHandler();
+  nodes.beginList();
+  nodes.listed(toKube(nodeJson("n1", 8)));  // 64 CPUs: 8 milli-CPU per milli-GPU
+  nodes.endList();
+  auto cpuOnly = [](const std::string& name, const std::string& node, const std::string& cpu) {
+    json p = podJson(name, 0, node, "", node.empty() ? "Pending" : "Running");
+    p["spec"]["schedulerName"] = "default-scheduler";
+    p["spec"]["containers"][0]["resources"] = {{"requests", {{"cpu", cpu}}}};
+    return p;
+  };
+  // Bound before Troupe started: a GPU pod (1 CPU) and a CPU-only pod of another scheduler.
+  pods.beginList();
+  pods.listed(toKube(podJson("gpu", 1, "n1", "0", "Running")));
+  pods.listed(toKube(cpuOnly("web", "n1", "15")));
+  pods.listed(toKube(cpuOnly("waiting", "", "15")));  // pending: counted when filtered
+  pods.endList();
+  // (1 + 15) / 2 CPUs per half a GPU: 16 milli-CPU per milli-GPU, twice the node's.
+  REQUIRE(scheduler.requestMix()->entries().size() == 2);
+  CHECK(scheduler.requestMix()->cpuLoad() == Approx(2.0));
+  CHECK(scheduler.requestMix()->cpuBound());
+  // Later events of the same pods (status updates, a relist) do not count them again; a
+  // finished pod is not counted.
+  sync.podHandler().event(WatchEventType::kModified, toKube(cpuOnly("web", "n1", "15")));
+  sync.podHandler().event(WatchEventType::kModified, toKube(podJson("gpu", 1, "n1", "0", "Running")));
+  json done = cpuOnly("done", "n1", "15");
+  done["status"]["phase"] = "Succeeded";
+  sync.podHandler().event(WatchEventType::kModified, toKube(done));
+  CHECK(scheduler.requestMix()->entries()[0].probability == Approx(0.5));
+  CHECK(scheduler.requestMix()->cpuLoad() == Approx(2.0));
+  // A new CPU-only pod bound by the watch: (1 + 30) / 3 per 1/3 GPU.
+  sync.podHandler().event(WatchEventType::kAdded, toKube(cpuOnly("web-2", "n1", "15")));
+  CHECK(scheduler.requestMix()->cpuLoad() == Approx(31.0 / 8));
+}

@@ -701,3 +701,94 @@ TEST_CASE("scheduler: a later verb reuses the filter's request only while the po
   // The bind uses the request of the latest filter: the node no longer passed it.
   CHECK_FALSE(s.reserve(p.uid, p.ns, p.name, "a").isOk());
 }
+
+namespace {
+
+// A pod asking `gpus` whole GPUs and `cpu` of CPU, bound to `node` when one is given.
+PodFacts podAsking(const std::string& name, int gpus, const std::string& cpu, const std::string& node = "") {
+  PodFacts p = gpuPod(name, gpus);
+  p.containers[0].requests["cpu"] = cpu;
+  p.node_name = node;
+  p.phase = node.empty() ? "Pending" : "Running";
+  return p;
+}
+
+// Refreshes the request mix at every request.
+SchedulerConfig mixConfig() {
+  SchedulerConfig config;
+  config.policy = troupe::sched::builtinPolicies().create("troupe").value();
+  config.request_mix_refresh = 1;
+  return config;
+}
+
+// One 8-GPU node with 64 CPUs (8 milli-CPU per milli-GPU) and one node without GPUs.
+void addMixNodes(Scheduler& s) {
+  troupe::model::NodeFacts gpu = gpuNode("n1", 8);
+  gpu.cpu = "64";
+  addNode(s, gpu);
+  troupe::model::NodeFacts cpu_only;
+  cpu_only.name = "cpu-only";
+  cpu_only.cpu = "64";
+  addNode(s, cpu_only);
+}
+
+}  // namespace
+
+TEST_CASE("scheduler: bound pods the watch reports, never filtered, raise the mix's CPU load",
+          "[scheduler][mix]") {
+  Scheduler s(mixConfig());
+  addMixNodes(s);
+  // Four GPU pods through filter: 2 CPUs per GPU against the node's 8 is relaxed.
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(s.filter(podAsking("g" + std::to_string(i), 1, "2"), {"n1"}).passed.size() == 1);
+  }
+  CHECK(s.requestMix()->cpuLoad() == Approx(0.25));
+  CHECK_FALSE(s.requestMix()->cpuTight());
+
+  // Not counted: pending (filter will see it), finished, on a node without GPUs or unknown to
+  // Troupe, without uid, or with a request that does not parse.
+  s.noteWatchedDemand(podAsking("pending", 0, "16"));
+  PodFacts done = podAsking("done", 0, "16", "n1");
+  done.phase = "Succeeded";
+  s.noteWatchedDemand(done);
+  s.noteWatchedDemand(podAsking("elsewhere", 0, "16", "cpu-only"));
+  s.noteWatchedDemand(podAsking("unknown-node", 0, "16", "n9"));
+  PodFacts anonymous = podAsking("anonymous", 0, "16", "n1");
+  anonymous.uid.clear();
+  s.noteWatchedDemand(anonymous);
+  PodFacts broken = podAsking("broken", 0, "16", "n1");
+  broken.annotations["troupe.dev/gpu-milli"] = "lots";
+  s.noteWatchedDemand(broken);
+  CHECK(s.requestMix()->cpuLoad() == Approx(0.25));
+
+  // CPU-only pods another scheduler bound to the GPU node: (4 x 2 + 2 x 16) / 6 CPUs per
+  // 4/6 GPU is 10 milli-CPU per milli-GPU, 1.25x the node's: CPU-bound.
+  s.noteWatchedDemand(podAsking("web-0", 0, "16", "n1"));
+  s.noteWatchedDemand(podAsking("web-1", 0, "16", "n1"));
+  CHECK(s.requestMix()->cpuLoad() == Approx(1.25));
+  CHECK(s.requestMix()->cpuBound());
+  // Seen again (a status update, a relist): still once each.
+  s.noteWatchedDemand(podAsking("web-0", 0, "16", "n1"));
+  s.noteWatchedDemand(podAsking("web-1", 0, "16", "n1"));
+  CHECK(s.requestMix()->cpuLoad() == Approx(1.25));
+}
+
+TEST_CASE("scheduler: a pod both filtered and then watched bound counts once in the mix",
+          "[scheduler][mix]") {
+  Scheduler s(mixConfig());
+  addMixNodes(s);
+  const PodFacts g = podAsking("g", 1, "2");
+  REQUIRE(s.filter(g, {"n1"}).passed == std::vector<std::string>{"n1"});
+  REQUIRE(s.reserve(g.uid, g.ns, g.name, "n1").isOk());
+  s.noteWatchedDemand(podAsking("g", 1, "2", "n1"));  // the watch's echo of the binding
+  s.noteWatchedDemand(podAsking("web", 0, "14", "n1"));
+  // One of each: (2 + 14) / 2 CPUs per half a GPU. Counted twice, g would make it (4 + 14) / 3
+  // per 2/3 of a GPU.
+  REQUIRE(s.requestMix()->entries().size() == 2);
+  CHECK(s.requestMix()->entries()[0].probability == Approx(0.5));
+  CHECK(s.requestMix()->cpuLoad() == Approx(2.0));
+  // A filter of a pod the watch already counted does not count it again.
+  PodFacts again = podAsking("web", 0, "14");
+  REQUIRE(s.filter(again, {"n1"}).passed.size() == 1);
+  CHECK(s.requestMix()->cpuLoad() == Approx(2.0));
+}

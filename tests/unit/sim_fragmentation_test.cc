@@ -122,6 +122,30 @@ TEST_CASE("the live window starts from the default mix and follows what it sees"
   CHECK(window.current()->entries()[0].milli_per_gpu == 250);
 }
 
+TEST_CASE("the live window counts a pod uid once, and remembers a bounded number of uids", "[mix]") {
+  // Refreshed at every request, so the mix shows what the window holds.
+  troupe::sched::RequestMixWindow window(100, 1, 3);
+  CHECK(window.record(shape(1, 1000, 0), "a"));
+  CHECK_FALSE(window.record(shape(1, 1000, 0), "a"));  // the same pod, seen again
+  CHECK(window.record(shape(0, 0, 2000), "b"));
+  REQUIRE(window.current()->entries().size() == 2);
+  CHECK(window.current()->entries()[0].probability == Approx(0.5));
+  CHECK(window.record(shape(1, 1000, 0), "c"));  // another pod of the same shape counts
+  REQUIRE(window.current()->entries().size() == 2);
+  CHECK(window.current()->entries()[0].gpus == 1);
+  CHECK(window.current()->entries()[0].probability == Approx(2.0 / 3));
+
+  // Three uids are remembered: a fourth forgets "a", which then counts again; "c" is still known.
+  CHECK(window.record(shape(1, 1000, 0), "d"));
+  CHECK(window.record(shape(1, 1000, 0), "a"));
+  CHECK_FALSE(window.record(shape(1, 1000, 0), "c"));
+  CHECK(window.current()->entries()[0].probability == Approx(4.0 / 5));
+  // Without a uid every request counts, as with record(request).
+  CHECK(window.record(shape(0, 0, 2000), ""));
+  CHECK(window.record(shape(0, 0, 2000), ""));
+  CHECK(window.current()->entries()[0].probability == Approx(4.0 / 7));
+}
+
 TEST_CASE("every policy scores a live placement on 0..1") {
   troupe::model::TopologyCatalog catalog;
   troupe::model::NodeFacts facts;

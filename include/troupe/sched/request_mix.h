@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "troupe/sched/pod_request.h"
@@ -82,12 +83,18 @@ class RequestMix {
   double cpu_load_ = 0.0;
 };
 
-// The live path's view of "recent": the last `capacity` GPU requests seen by filter, turned
-// into a mix every `refresh` requests. Thread-safe; has its own lock.
+// The live path's view of "recent": the last `capacity` requests recorded (the pods filter saw
+// and, in Kubernetes mode, the pods the watch sees bound without filter), turned into a mix
+// every `refresh` requests. Thread-safe; has its own lock.
 class RequestMixWindow {
  public:
-  explicit RequestMixWindow(size_t capacity = 20000, size_t refresh = 500);
+  // `remembered_uids`: how many recorded pod uids record(request, uid) remembers to count each
+  // pod once, oldest forgotten first; 0 = 4 x capacity.
+  explicit RequestMixWindow(size_t capacity = 20000, size_t refresh = 500, size_t remembered_uids = 0);
   void record(const GpuRequest& request);
+  // Records the pod's request unless its uid was recorded recently (among the last
+  // `remembered_uids`); false when it was. A pod without uid is recorded, as by record(request).
+  bool record(const GpuRequest& request, const std::string& uid);
   // Rebuilds the mix from the window now (e.g. after filling it from history).
   void refresh();
   // The cluster's GPU nodes' milli-CPU per milli-GPU, for RequestMix::cpuLoad(). A change that
@@ -100,10 +107,17 @@ class RequestMixWindow {
  private:
   void rebuildLocked();
 
+  void recordLocked(const GpuRequest& request);
+
   const size_t capacity_;
   const size_t refresh_;
+  const size_t remembered_uids_;
   mutable std::mutex mu_;
   std::deque<GpuRequest> window_;
+  // The uids recorded lately, as hashes (a collision skips one request, harmlessly), in the
+  // order recorded so the oldest go first.
+  std::unordered_set<uint64_t> uids_;
+  std::deque<uint64_t> uid_order_;
   size_t since_refresh_ = 0;
   double cluster_cpu_per_gpu_ = 0.0;
   std::shared_ptr<const RequestMix> mix_;

@@ -15,6 +15,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -90,6 +91,10 @@ struct SchedulerConfig {
   // kube-scheduler binds a burst of pods in a second or two: shares computed before the burst's
   // demand was seen would let the first queue to arrive take more than its share.
   std::chrono::milliseconds queue_refresh{200};
+  // The request mix (RequestMixWindow): how many recent requests it holds, and how many new
+  // ones rebuild it.
+  size_t request_mix_window = 20000;
+  size_t request_mix_refresh = 500;
 };
 
 // What prioritize says of one candidate node.
@@ -181,6 +186,13 @@ class Scheduler {
   // (forgetPod and release take it out again). `since`: when it was created (pending) or
   // started (bound), for the minimum runtime. Filter and reserve note the pods they see too.
   void notePod(const PodFacts& pod, QueueClock::time_point since);
+  // A pod the adapter's watch sees bound to a GPU node the model knows (not finished, not
+  // deleted): its request joins the request mix unless filter (or an earlier call) already
+  // counted it, so pods placed by other schedulers, and those bound before Troupe started, are
+  // part of the typical requests too. A pod whose request does not parse is left out.
+  void noteWatchedDemand(const PodFacts& pod);
+  // The request mix fragmentation is measured against now (RequestMixWindow::current).
+  std::shared_ptr<const RequestMix> requestMix() const { return mix_window_.current(); }
   std::vector<QueueStatus> queueStatuses() const;
   // The next reclaim to perform, or nullopt (none needed, reclaim off, or one in flight until
   // its victims are gone or reclaim_timeout passes).
@@ -281,8 +293,8 @@ class Scheduler {
 
   PendingPods pending_;  // own lock
   NodeLearner learner_;  // own lock; taken before mu_, never inside it
-  // The requests filter saw recently (own lock): the mix fgd and troupe measure fragmentation
-  // against in prioritize.
+  // The requests seen recently (own lock): each pod filter saw, and each pod the watch saw
+  // bound (noteWatchedDemand), once; the mix fgd and troupe measure fragmentation against.
   RequestMixWindow mix_window_;
 };
 

@@ -171,6 +171,9 @@ void ClusterSync::applyPodLocked(const PodView& pod) {
   // A pod being deleted is gone for scheduling (kube-scheduler never schedules it again) and
   // leaves its gang now; once bound, it still holds its GPUs until it is gone from the API.
   if (pod.terminating) scheduler_.forgetPod(uid);
+  // Every bound pod, CPU-only ones and those of other schedulers too, is part of the request
+  // mix; the core counts each once and skips those filter saw.
+  if (pod.bound()) scheduler_.noteWatchedDemand(pod.facts);
   auto it = pods_.find(uid);
   if (!pod.bound()) {
     // Not bound (yet): a reservation Troupe's binder holds for it is the binder's business.

@@ -20,6 +20,9 @@
 //   - a bound gang member is recorded as a member of its gang (troupe.dev/gang or the other
 //     gang keys), so after a restart the gang's bound members count towards its minimum and
 //     only the unbound ones are planned again.
+//   - the request mix: every bound pod (CPU-only ones and those other schedulers placed
+//     included) is passed to Scheduler::noteWatchedDemand, which counts each pod on a GPU node
+//     once in the mix the troupe policy scores against, unless its filter already did;
 //   - DRA (docs/dra.md): ResourceSlices of the GPU drivers make a node without device-plugin
 //     GPUs DRA-served (its GPU count, product and memory come from the slices); there every
 //     holding is a count whose devices DRA chose, kept by the DraLedger from allocated
@@ -33,8 +36,9 @@
 //
 // Memory: only GPU pods are kept (bound: node, GPU mask, share, pod key: ~200 bytes each plus
 // the core's own allocation record; unbound: namespace, name and scheduler name until bound or
-// deleted); other pods leave nothing behind. Nodes keep an 8-byte digest
-// of their GPU facts so unchanged status updates skip the core.
+// deleted); other pods leave nothing behind here (the core's request mix remembers a bounded
+// number of uids). Nodes keep an 8-byte digest of their GPU facts so unchanged status updates
+// skip the core.
 #pragma once
 
 #include <atomic>
