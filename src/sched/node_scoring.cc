@@ -72,6 +72,13 @@ double packAfter(const NodeState& node, const GpuRequest& req) {
       1.0, static_cast<double>(node.usedMilliTotal() + req.totalMilli()) / static_cast<double>(capacity));
 }
 
+int cpuLeftPercentAfter(const NodeState& node, const GpuRequest& req) {
+  const int64_t capacity = node.info().cpu_milli;
+  if (capacity <= 0) return 100;
+  const int64_t left = std::clamp<int64_t>(capacity - node.cpuUsed() - req.cpu_milli, 0, capacity);
+  return static_cast<int>(left * 100 / capacity);
+}
+
 Placement lowestFreePlacement(const NodeState& node, int gpus) {
   Placement p;
   uint64_t free = node.fullyFreeMask();

@@ -62,8 +62,9 @@ bool SharedNodeValues::keyOf(const model::NodeState& node, Key& key) {
   key[0] = reinterpret_cast<uintptr_t>(&node.topology());
   key[1] = products_matter_ ? accessOf(node.info().gpu_product) : 0;
   key[2] = uint64_t{cpuClass(cpu)} << 32 | cpuClass(cpu - req_.cpu_milli);
-  key[3] =
-      static_cast<uint64_t>(static_cast<uint32_t>(gpus)) << 32 | static_cast<uint32_t>(node.unknownHeld());
+  key[3] = static_cast<uint64_t>(static_cast<uint32_t>(gpus)) << 48 |
+           static_cast<uint64_t>(policy_.shareClass(node, req_, context_) & 0xFFFF) << 32 |
+           static_cast<uint32_t>(node.unknownHeld());
   // Per-GPU use, 16 bits each (at most kMilliPerGpu), four GPUs per word.
   for (int g = 0; g < gpus; ++g) {
     key[4 + static_cast<size_t>(g / 4)] |= static_cast<uint64_t>(static_cast<uint16_t>(node.gpuUsedMilli(g)))

@@ -70,6 +70,11 @@ TEST_CASE("troupe: validated arguments name the field", "[policy][troupe]") {
   REQUIRE(errors.size() == 2);
   CHECK(errors[0].rfind("policy.weights.pack: must be >= 0", 0) == 0);
   CHECK(errors[1] == "policy.weights: at least one of pack, topology, domains must be > 0");
+  troupe::sched::TroupeArgs negative_balance;
+  negative_balance.balance_weight = -0.5;
+  const auto balance_errors = troupe::sched::validateTroupeArgs(negative_balance);
+  REQUIRE(balance_errors.size() == 1);
+  CHECK(balance_errors[0].rfind("policy.weights.balance: must be >= 0", 0) == 0);
 }
 
 }  // namespace
@@ -177,4 +182,48 @@ TEST_CASE("troupe: while the mix is CPU-bound, the exact fragmentation change br
       CHECK(tie != Approx(exact));
     }
   }
+}
+
+TEST_CASE("troupe: among equally fragmenting nodes a GPU pod goes where CPU and GPUs run out together",
+          "[policy][troupe][balance]") {
+  // Two 8-GPU nodes with four GPUs in use; on the first the pods took 80 of 96 cores, so its
+  // free GPUs would soon be left without CPU.
+  tt::SmallCluster c;
+  troupe::model::NodeState& cpu_heavy = c.add("cpu-heavy", 8, "NVIDIA-L4", "96");
+  tt::SmallCluster::use(cpu_heavy, {0, 1, 2, 3}, 1000, 80000);
+  troupe::model::NodeState& even = c.add("even", 8, "NVIDIA-L4", "96");
+  tt::SmallCluster::use(even, {0, 1, 2, 3}, 1000, 48000);
+  const RequestMix mix = wholeGpuMix();  // CPU-free requests: fragmentation ties the two
+  REQUIRE_FALSE(mix.cpuTight());
+  const troupe::sched::ScoreContext context{&mix, nullptr};
+  const auto req = tt::request(1, 1000, 8000);
+  const auto policy = tt::builtin("troupe");
+  CHECK(c.best(*policy, req, context) == "even");
+  // The class nodes share a value by: 1 + the CPU left after the pod, in whole percent.
+  CHECK(policy->shareClass(even, req, context) == 1 + 41);      // 40 of 96 cores left
+  CHECK(policy->shareClass(cpu_heavy, req, context) == 1 + 8);  // 8 of 96
+  // Without the term the node order decides.
+  troupe::sched::PolicyArgs off;
+  off.troupe.balance_weight = 0;
+  const auto no_balance = tt::builtin("troupe", off);
+  CHECK(c.best(*no_balance, req, context) == "cpu-heavy");
+  CHECK(no_balance->shareClass(even, req, context) == 0);
+  // An untouched node counts as balanced 0.85: better than the lopsided node (0.71), worse than
+  // the even one (0.96), so pods do not spread over empty nodes for balance alone.
+  tt::SmallCluster with_empty_1;
+  troupe::model::NodeState& heavy2 = with_empty_1.add("cpu-heavy", 8, "NVIDIA-L4", "96");
+  tt::SmallCluster::use(heavy2, {0, 1, 2, 3}, 1000, 80000);
+  with_empty_1.add("empty", 8, "NVIDIA-L4", "96");
+  CHECK(with_empty_1.best(*policy, req, context) == "empty");
+  tt::SmallCluster with_empty_2;
+  with_empty_2.add("empty", 8, "NVIDIA-L4", "96");
+  troupe::model::NodeState& even2 = with_empty_2.add("even", 8, "NVIDIA-L4", "96");
+  tt::SmallCluster::use(even2, {0, 1, 2, 3}, 1000, 48000);
+  CHECK(with_empty_2.best(*policy, req, context) == "even");
+  // While the mix is CPU-bound the exact fragmentation change decides instead (test above): the
+  // balance is off and adds no class.
+  const RequestMix bound = cpuHeavyMix(27.0);
+  REQUIRE(bound.cpuBound());
+  const troupe::sched::ScoreContext bound_context{&bound, nullptr};
+  CHECK(policy->shareClass(even, req, bound_context) == 0);
 }

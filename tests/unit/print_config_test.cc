@@ -21,6 +21,8 @@ void checkEqual(const ServeConfig& a, const ServeConfig& b) {
   CHECK(a.policy.args.troupe.pack_weight == b.policy.args.troupe.pack_weight);
   CHECK(a.policy.args.troupe.topology_weight == b.policy.args.troupe.topology_weight);
   CHECK(a.policy.args.troupe.domain_weight == b.policy.args.troupe.domain_weight);
+  CHECK(a.policy.args.troupe.balance_weight == b.policy.args.troupe.balance_weight);
+  CHECK(a.policy.args.troupe.scarcity_weight == b.policy.args.troupe.scarcity_weight);
   CHECK(a.narrow_to_best == b.narrow_to_best);
   CHECK(a.topology_levels == b.topology_levels);
   CHECK(a.topology_preset == b.topology_preset);
@@ -100,7 +102,7 @@ maxBodyBytes: 2048
 logLevel: debug
 policy:
   name: binpack
-  weights: {pack: 0.25, topology: 0.125, domains: 0.625}
+  weights: {pack: 0.25, topology: 0.125, domains: 0.625, balance: 0.375, scarcity: 12}
 filter: {narrowTo: best}
 topology: {levels: [example.com/hall, example.com/row]}
 gang: {timeout: 1500ms, maxTimeout: 90s, maxGangs: 7}

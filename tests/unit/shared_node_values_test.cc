@@ -151,6 +151,7 @@ PolicyConfig randomPolicy(Rng& rng) {
     args.troupe.pack_weight = static_cast<double>(rng.next(10));
     args.troupe.topology_weight = static_cast<double>(rng.next(10));
     args.troupe.domain_weight = 1 + static_cast<double>(rng.next(10));
+    args.troupe.balance_weight = static_cast<double>(rng.next(3));  // 0: the balance term off
   }
   return troupe::sched::builtinPolicies().create(kind, args).value();
 }

@@ -42,6 +42,9 @@ PolicyEntry rulePolicy(ScoreRule rule);
 
 // The node's GPU use after the pod, 0..1 (binpack, spread).
 double packAfter(const model::NodeState& node, const GpuRequest& req);
+// The node's CPU left after the pod, in whole percent of its CPU (0..100, floored); 100 for a
+// node that does not track CPU.
+int cpuLeftPercentAfter(const model::NodeState& node, const GpuRequest& req);
 
 // The lowest-index fully free GPUs (what the artifact's exclusive allocation does).
 Placement lowestFreePlacement(const model::NodeState& node, int gpus);

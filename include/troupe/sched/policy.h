@@ -77,6 +77,12 @@ class Policy {
   // topology, count and use, held GPUs, product access, CPU classes of the mix): nodes in the
   // same such state may then share one computed value.
   virtual bool sharesNodeValues() const { return false; }
+  // What else the value reads of a node beyond SharedNodeValues' key, as a class below 2^16
+  // (0: nothing): nodes share a value only where this agrees too.
+  virtual uint32_t shareClass(const model::NodeState& /*node*/, const GpuRequest& /*req*/,
+                              const ScoreContext& /*context*/) const {
+    return 0;
+  }
 
   // True when the simulator draws the node (and a shared GPU) from its random stream instead
   // of ranking by score.

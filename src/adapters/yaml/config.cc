@@ -382,7 +382,8 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
       c.policy.name = v.value();
     }
     if (const YAML::Node weights = policy["weights"]) {
-      if (Status s = checkKeys(w, weights, "policy.weights", {"pack", "topology", "domains", "scarcity"});
+      if (Status s =
+              checkKeys(w, weights, "policy.weights", {"pack", "topology", "domains", "balance", "scarcity"});
           !s.isOk())
         return s;
       // The troupe policy's arguments (TroupeArgs); other policies take none.
@@ -390,6 +391,7 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
       for (auto [key, target] : {std::pair{"pack", &troupe.pack_weight},
                                  {"topology", &troupe.topology_weight},
                                  {"domains", &troupe.domain_weight},
+                                 {"balance", &troupe.balance_weight},
                                  {"scarcity", &troupe.scarcity_weight}}) {
         if (!weights[key]) continue;
         Result<double> v =
@@ -616,6 +618,7 @@ std::string formatServeConfig(const ServeConfig& c) {
   out << YAML::Key << "pack" << YAML::Value << c.policy.args.troupe.pack_weight;
   out << YAML::Key << "topology" << YAML::Value << c.policy.args.troupe.topology_weight;
   out << YAML::Key << "domains" << YAML::Value << c.policy.args.troupe.domain_weight;
+  out << YAML::Key << "balance" << YAML::Value << c.policy.args.troupe.balance_weight;
   out << YAML::Key << "scarcity" << YAML::Value << c.policy.args.troupe.scarcity_weight;
   out << YAML::EndMap << YAML::EndMap;
   out << YAML::Key << "filter" << YAML::Value << YAML::BeginMap;

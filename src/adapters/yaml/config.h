@@ -7,7 +7,7 @@
 //   policy:
 //     name: troupe                  # any registered policy: troupe, fgd, best-fit, dot-product,
 //                                   # gpu-packing, gpu-clustering, random, kube, binpack, spread
-//     weights: {pack: 0.5, topology: 0.4, domains: 0.1}   # the troupe policy's arguments
+//     weights: {pack: 0.5, topology: 0.4, domains: 0.1, balance: 1}   # the troupe policy's arguments
 //   filter:
 //     narrowTo: best                # best: pass only the policy's best node | all (default)
 //   topology:
