@@ -193,7 +193,10 @@ TEST_CASE("troupe: among equally fragmenting nodes a GPU pod goes where CPU and 
   tt::SmallCluster::use(cpu_heavy, {0, 1, 2, 3}, 1000, 80000);
   troupe::model::NodeState& even = c.add("even", 8, "NVIDIA-L4", "96");
   tt::SmallCluster::use(even, {0, 1, 2, 3}, 1000, 48000);
-  const RequestMix mix = wholeGpuMix();  // CPU-free requests: fragmentation ties the two
+  // Whole GPUs with 2 cores each, on a cluster of 2.5 cores per GPU: CPU load 0.8, so the term
+  // counts; both nodes keep 2 cores beside each free GPU, so fragmentation ties them.
+  const RequestMix mix = RequestMix::fromRequests({tt::request(1, 1000, 2000)}, 0.95, 2.5);
+  REQUIRE(mix.cpuLoad() == Approx(0.8));
   REQUIRE_FALSE(mix.cpuTight());
   const troupe::sched::ScoreContext context{&mix, nullptr};
   const auto req = tt::request(1, 1000, 8000);
@@ -220,6 +223,13 @@ TEST_CASE("troupe: among equally fragmenting nodes a GPU pod goes where CPU and 
   troupe::model::NodeState& even2 = with_empty_2.add("even", 8, "NVIDIA-L4", "96");
   tt::SmallCluster::use(even2, {0, 1, 2, 3}, 1000, 48000);
   CHECK(with_empty_2.best(*policy, req, context) == "even");
+  // Where CPU is plentiful (the same requests on a cluster of 10 cores per GPU: load 0.2) CPU and
+  // GPUs do not run out together anyway: the term is off and the node order decides.
+  const RequestMix plenty = RequestMix::fromRequests({tt::request(1, 1000, 2000)}, 0.95, 10.0);
+  REQUIRE(plenty.cpuLoad() < 0.7);
+  const troupe::sched::ScoreContext plenty_context{&plenty, nullptr};
+  CHECK(c.best(*policy, req, plenty_context) == "cpu-heavy");
+  CHECK(policy->shareClass(even, req, plenty_context) == 0);
   // While the mix is CPU-bound the exact fragmentation change decides instead (test above): the
   // balance is off and adds no class.
   const RequestMix bound = cpuHeavyMix(27.0);

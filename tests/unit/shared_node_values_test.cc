@@ -140,7 +140,13 @@ std::shared_ptr<const RequestMix> randomMix(Rng& rng) {
     if (rng.next(8) == 0) r.gpus = 0;  // a CPU-only pod in the mix
     requests.push_back(r);
   }
-  return std::make_shared<const RequestMix>(RequestMix::fromRequests(requests));
+  RequestMix mix = RequestMix::fromRequests(requests);
+  // The cluster's CPU per GPU: unknown, or so that the mix's CPU load is 0.5-1.25 (troupe's
+  // balance term counts from 0.7, its CPU-bound rule from 1.1).
+  if (rng.next(3) != 0 && mix.cpuPerGpu() > 0) {
+    mix = mix.withClusterCpuPerGpu(mix.cpuPerGpu() / (0.5 + static_cast<double>(rng.next(76)) / 100.0));
+  }
+  return std::make_shared<const RequestMix>(std::move(mix));
 }
 
 PolicyConfig randomPolicy(Rng& rng) {
