@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "adapters/http/extender_scores.h"
+#include "sim_test_support.h"
 #include "support/fixtures.h"
 #include "troupe/sched/best_node.h"
 #include "troupe/sched/policy_registry.h"
@@ -201,22 +202,15 @@ std::vector<troupe::sim::TracePod> examplePods(const std::vector<troupe::sim::Tr
 
 TEST_CASE("narrowing: a live Scheduler places the example trace exactly as simulate --in-order",
           "[narrow][sim]") {
-  auto node_text = troupe::testing::readFile(troupe::testing::sourceDir() + "/examples/trace/nodes.csv");
-  auto pod_text = troupe::testing::readFile(troupe::testing::sourceDir() + "/examples/trace/pods.csv");
-  REQUIRE(node_text);
-  REQUIRE(pod_text);
-  auto trace_nodes = troupe::sim::parseNodeCsv(*node_text, "nodes.csv");
-  auto trace_pods = troupe::sim::parsePodCsv(*pod_text, "pods.csv");
-  REQUIRE(trace_nodes.isOk());
-  REQUIRE(trace_pods.isOk());
+  const troupe::testing::ExampleTrace trace = troupe::testing::exampleTrace();
   const Variant variant =
       GENERATE(Variant::kPlain, Variant::kConstrained, Variant::kCpuHeavy, Variant::kCpuTight);
   INFO((variant == Variant::kPlain         ? "the example trace"
         : variant == Variant::kConstrained ? "three copies, a third of the GPU pods limited to models"
         : variant == Variant::kCpuHeavy    ? "three copies, each pod with a CPU-only twin"
                                            : "three copies, every third pod with a CPU-only twin"));
-  const std::vector<troupe::sim::TracePod> pods = examplePods(trace_pods.value(), variant);
-  const std::vector<troupe::sim::TraceNode> nodes = exampleNodes(trace_nodes.value(), variant);
+  const std::vector<troupe::sim::TracePod> pods = examplePods(trace.pods, variant);
+  const std::vector<troupe::sim::TraceNode> nodes = exampleNodes(trace.nodes, variant);
   troupe::model::TopologyCatalog catalog;
   auto cluster = troupe::sim::buildCluster(nodes, catalog);
   REQUIRE(cluster.isOk());

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "support/fixtures.h"
+#include "sim_test_support.h"
 #include "troupe/sched/policy_registry.h"
 #include "troupe/sim/cluster.h"
 #include "troupe/sim/packing_floor.h"
@@ -54,17 +54,9 @@ TEST_CASE("floor: hindsight beats the arrival order", "[sim][floor]") {
 }
 
 TEST_CASE("floor: replay reports it per seed, the same for every policy and under each", "[sim][floor]") {
-  const std::string dir = troupe::testing::sourceDir() + "/examples/trace/";
-  auto node_text = troupe::testing::readFile(dir + "nodes.csv");
-  auto pod_text = troupe::testing::readFile(dir + "pods.csv");
-  REQUIRE(node_text);
-  REQUIRE(pod_text);
-  auto nodes = troupe::sim::parseNodeCsv(*node_text, "nodes.csv");
-  auto pods = troupe::sim::parsePodCsv(*pod_text, "pods.csv");
-  REQUIRE(nodes.isOk());
-  REQUIRE(pods.isOk());
+  const troupe::testing::ExampleTrace trace = troupe::testing::exampleTrace();
   troupe::model::TopologyCatalog catalog;
-  auto cluster = troupe::sim::buildCluster(nodes.value(), catalog);
+  auto cluster = troupe::sim::buildCluster(trace.nodes, catalog);
   REQUIRE(cluster.isOk());
   troupe::sim::Report report;
   for (const char* kind : {"troupe", "fgd", "best-fit", "random"}) {
@@ -72,7 +64,7 @@ TEST_CASE("floor: replay reports it per seed, the same for every policy and unde
     for (int64_t seed : {42, 43, 44}) {
       troupe::sim::ReplayInput in;
       in.cluster = &cluster.value();
-      in.sorted_pods = &pods.value();
+      in.sorted_pods = &trace.pods;
       in.seed = seed;
       in.policy = troupe::sched::builtinPolicies().create(kind).value();
       runs.runs.push_back(troupe::sim::replay(in));

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "sim_test_support.h"
 #include "support/fixtures.h"
 #include "troupe/sched/policy_registry.h"
 #include "troupe/sim/cluster.h"
@@ -67,19 +68,11 @@ TEST_CASE("a pod that fits nowhere is dropped, and still counts as arrived") {
 }
 
 TEST_CASE("the bundled example trace runs every policy") {
-  const std::string dir = troupe::testing::sourceDir() + "/examples/trace/";
-  auto node_text = troupe::testing::readFile(dir + "nodes.csv");
-  auto pod_text = troupe::testing::readFile(dir + "pods.csv");
-  REQUIRE(node_text);
-  REQUIRE(pod_text);
-  auto nodes = troupe::sim::parseNodeCsv(*node_text, "nodes.csv");
-  auto pods = troupe::sim::parsePodCsv(*pod_text, "pods.csv");
-  REQUIRE(nodes.isOk());
-  REQUIRE(pods.isOk());
+  const troupe::testing::ExampleTrace trace = troupe::testing::exampleTrace();
   troupe::model::TopologyCatalog catalog;
-  Cluster cluster = clusterOf(nodes.value(), catalog);
+  Cluster cluster = clusterOf(trace.nodes, catalog);
   for (const std::string& kind : troupe::sched::builtinPolicies().names()) {
-    RunResult r = run(cluster, pods.value(), kind, 42);
+    RunResult r = run(cluster, trace.pods, kind, 42);
     INFO(kind);
     CHECK(r.placed > r.pods / 2);
     CHECK(troupe::sim::allocationAt(r, 100).has_value());
