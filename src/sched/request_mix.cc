@@ -42,14 +42,17 @@ RequestMix RequestMix::fromRequests(const std::vector<GpuRequest>& requests, dou
     mix.entries_.push_back({r.cpu_milli, r.wantsGpus() ? r.milli_per_gpu : 0, r.gpus, r.models,
                             static_cast<double>(value.first)});
   }
-  double cpu = 0, gpu = 0;
+  double cpu = 0, gpu_pods_cpu = 0, gpu = 0;
   for (TypicalRequest& t : mix.entries_) {
     t.probability /= static_cast<double>(covered);
     cpu += t.probability * static_cast<double>(t.cpu_milli);
+    if (t.gpus > 0) gpu_pods_cpu += t.probability * static_cast<double>(t.cpu_milli);
     gpu += t.probability * t.gpus * static_cast<double>(t.milli_per_gpu);
   }
   mix.cpu_per_gpu_ = gpu > 0 ? cpu / gpu : 0.0;
+  mix.gpu_pods_cpu_per_gpu_ = gpu > 0 ? gpu_pods_cpu / gpu : 0.0;
   mix.cpu_load_ = mix.cpuLoadAgainst(cluster_cpu_per_gpu);
+  mix.gpu_pods_cpu_load_ = cluster_cpu_per_gpu > 0 ? mix.gpu_pods_cpu_per_gpu_ / cluster_cpu_per_gpu : 0.0;
   // The constrained requests' share of the GPU request, per list of models.
   std::map<std::string, std::pair<int64_t, const GpuRequest*>> by_list;
   int64_t gpu_total = 0, sharing = 0;
@@ -77,6 +80,7 @@ double RequestMix::cpuLoadAgainst(double cluster_cpu_per_gpu) const {
 RequestMix RequestMix::withClusterCpuPerGpu(double cluster_cpu_per_gpu) const {
   RequestMix out = *this;
   out.cpu_load_ = cpuLoadAgainst(cluster_cpu_per_gpu);
+  out.gpu_pods_cpu_load_ = cluster_cpu_per_gpu > 0 ? gpu_pods_cpu_per_gpu_ / cluster_cpu_per_gpu : 0.0;
   return out;
 }
 

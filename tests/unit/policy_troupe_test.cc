@@ -96,6 +96,11 @@ TEST_CASE("request mix: CPU-bound once the typical requests ask 1.1x the cluster
   CHECK(cpuHeavyMix(27.0).cpuBound());     // 30 >= 1.1 x 27
   CHECK_FALSE(cpuHeavyMix(28.0).cpuBound());
   CHECK(cpuHeavyMix(28.0).withClusterCpuPerGpu(27.0).cpuBound());
+  // The GPU pods' own load: their 10 cores per GPU (the CPU-only pods' 20 left out), in both ways
+  // of giving the cluster's CPU per GPU.
+  CHECK(cpuHeavyMix(0).gpuPodsCpuLoad() == 0.0);
+  CHECK(cpuHeavyMix(20.0).gpuPodsCpuLoad() == Approx(0.5));
+  CHECK(cpuHeavyMix(0).withClusterCpuPerGpu(25.0).gpuPodsCpuLoad() == Approx(0.4));
   CHECK_FALSE(RequestMix::fromRequests({tt::request(0, 0, 4000)}, 0.95, 1.0).cpuBound());  // no GPU asked
   // Tight: from 0.9x up to bound.
   CHECK(cpuHeavyMix(30.0).cpuLoad() == Approx(1.0));
@@ -193,10 +198,11 @@ TEST_CASE("troupe: among equally fragmenting nodes a GPU pod goes where CPU and 
   tt::SmallCluster::use(cpu_heavy, {0, 1, 2, 3}, 1000, 80000);
   troupe::model::NodeState& even = c.add("even", 8, "NVIDIA-L4", "96");
   tt::SmallCluster::use(even, {0, 1, 2, 3}, 1000, 48000);
-  // Whole GPUs with 2 cores each, on a cluster of 2.5 cores per GPU: CPU load 0.8, so the term
-  // counts; both nodes keep 2 cores beside each free GPU, so fragmentation ties them.
+  // Whole GPUs with 2 cores each, on a cluster of 2.5 cores per GPU: the GPU pods' CPU load is
+  // 0.8, so the term counts; both nodes keep 2 cores beside each free GPU, so fragmentation ties
+  // them.
   const RequestMix mix = RequestMix::fromRequests({tt::request(1, 1000, 2000)}, 0.95, 2.5);
-  REQUIRE(mix.cpuLoad() == Approx(0.8));
+  REQUIRE(mix.gpuPodsCpuLoad() == Approx(0.8));
   REQUIRE_FALSE(mix.cpuTight());
   const troupe::sched::ScoreContext context{&mix, nullptr};
   const auto req = tt::request(1, 1000, 8000);
@@ -226,10 +232,18 @@ TEST_CASE("troupe: among equally fragmenting nodes a GPU pod goes where CPU and 
   // Where CPU is plentiful (the same requests on a cluster of 10 cores per GPU: load 0.2) CPU and
   // GPUs do not run out together anyway: the term is off and the node order decides.
   const RequestMix plenty = RequestMix::fromRequests({tt::request(1, 1000, 2000)}, 0.95, 10.0);
-  REQUIRE(plenty.cpuLoad() < 0.7);
+  REQUIRE(plenty.gpuPodsCpuLoad() == Approx(0.2));
   const troupe::sched::ScoreContext plenty_context{&plenty, nullptr};
   CHECK(c.best(*policy, req, plenty_context) == "cpu-heavy");
   CHECK(policy->shareClass(even, req, plenty_context) == 0);
+  // What counts is the GPU pods' own CPU: CPU-only pods of 6 cores raise the whole mix's load to
+  // 0.8 (8 cores per GPU against 10), yet the GPU pods ask 0.2 of it and the term stays off.
+  const RequestMix cpu_only_heavy =
+      RequestMix::fromRequests({tt::request(1, 1000, 2000), tt::request(0, 0, 6000)}, 0.95, 10.0);
+  REQUIRE(cpu_only_heavy.cpuLoad() == Approx(0.8));
+  REQUIRE(cpu_only_heavy.gpuPodsCpuLoad() == Approx(0.2));
+  const troupe::sched::ScoreContext cpu_only_context{&cpu_only_heavy, nullptr};
+  CHECK(c.best(*policy, req, cpu_only_context) == "cpu-heavy");
   // While the mix is CPU-bound the exact fragmentation change decides instead (test above): the
   // balance is off and adds no class.
   const RequestMix bound = cpuHeavyMix(27.0);

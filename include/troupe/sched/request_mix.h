@@ -58,6 +58,9 @@ class RequestMix {
   // The typical requests' CPU per GPU against the cluster's GPU nodes' (cpuPerGpu() over
   // ClusterState::cpuPerGpu); 0 when the cluster's is unknown.
   double cpuLoad() const { return cpu_load_; }
+  // cpuLoad() of the GPU requests alone (their CPU only, over all GPU): the CPU GPU pods need
+  // beside their GPUs, against what the GPU nodes have per GPU; 0 when the cluster's is unknown.
+  double gpuPodsCpuLoad() const { return gpu_pods_cpu_load_; }
   // CPU, not GPUs, runs out first: the typical requests ask at least kCpuBoundLoad x the CPU per
   // GPU the GPU nodes have, so every milli-CPU a placement strands counts.
   bool cpuBound() const { return cpuRegimeOf(cpu_load_) == CpuRegime::kBound; }
@@ -81,6 +84,8 @@ class RequestMix {
   double sharing_share_ = 0.0;
   double cpu_per_gpu_ = 0.0;
   double cpu_load_ = 0.0;
+  double gpu_pods_cpu_per_gpu_ = 0.0;
+  double gpu_pods_cpu_load_ = 0.0;
 };
 
 // The live path's view of "recent": the last `capacity` requests recorded (the pods filter saw

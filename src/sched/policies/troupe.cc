@@ -5,10 +5,10 @@
 //               offers, half absolute (bottleneck GB/s against NVSwitch H100's 450)
 //     pack      smaller nodes (fewer GPUs) first, keeping the big nodes whole for big jobs
 //     domains   whether untouched NVLink domains stay whole
-//     balance   while CPU is used but not bound (the mix asks 0.7-1.1x the cluster's CPU per
-//               GPU): whether the node's CPU and GPUs run out together, so that neither is left
-//               without the other (the trace itself: 4.74% unallocated -> 4.31%, FGD 4.77%;
-//               2x CPU-only pods: 5.11% -> 4.84%, FGD 5.69%)
+//     balance   while GPU pods ask 0.6x the cluster's CPU per GPU or more for themselves, and
+//               the mix is not CPU-bound: whether the node's CPU and GPUs run out together, so
+//               that neither is left without the other (the trace itself: 4.74% unallocated ->
+//               4.31%, FGD 4.77%; 2x CPU-only pods: 5.11% -> 4.84%, FGD 5.69%)
 //   a GPU pod while the mix is CPU-bound (RequestMix::cpuBound): the exact fragmentation change,
 //     since then the CPU a placement strands, too small for a whole point, decides what fits
 //     later (3x the trace's CPU-only pods: 16.6% unallocated -> 15.1%; FGD 16.5%)
@@ -37,13 +37,15 @@ using model::NodeState;
 
 // The sharing part of the recent GPU request from which "smaller nodes first" applies.
 constexpr double kPackMinSharing = 0.25;
-// The CPU load of the mix (RequestMix::cpuLoad) from which the balance term counts. Where CPU is
-// plentiful, CPU and GPUs do not run out together anyway and balancing them only spreads pods:
-// the trace's pods on nodes with 1.25x, 1.5x, 2x and 10x their CPU (load 0.66, 0.55, 0.41,
-// 0.08) leave 4.28, 4.30, 4.38 and 4.91% unallocated with the term, against fgd's 4.15, 4.17,
-// 4.12 and 4.11. From 0.7 it is off in all four (4.16, 4.17, 4.13, 4.11), and on at every sweep
-// point but no CPU-only pods (load 0.63: 4.45% with the term, 5.06% without, fgd 5.16%).
-constexpr double kBalanceMinCpuLoad = 0.7;
+// The GPU pods' CPU load (RequestMix::gpuPodsCpuLoad: their CPU per GPU against the cluster's)
+// from which the balance term counts. Where CPU is plentiful, CPU and GPUs do not run out
+// together anyway and balancing them only spreads pods: the trace's pods on nodes with 1.25x,
+// 1.5x, 2x and 10x their CPU (GPU pods' load 0.51, 0.42, 0.32, 0.06) leave 4.28, 4.30, 4.38 and
+// 4.91% unallocated with the term, against fgd's 4.15, 4.17, 4.12 and 4.11; from 0.6 it is off
+// there (4.16, 4.17, 4.13, 4.11) and on at every sweep point (the trace: 0.63). The whole mix's
+// load does not separate them: no CPU-only pods (0.63) gains from the term (5.06% -> 4.45%),
+// 1.25x CPU (0.66) loses. CPU-only pods have their own rules (tieValue).
+constexpr double kBalanceMinCpuLoad = 0.6;
 // The balance of a node with no GPU in use. Below 1: opening an untouched node costs as much as
 // a 15% gap between free GPUs and CPU left. At 1 (or as its own balance), pods spread over empty
 // nodes and break the whole nodes 8-GPU pods need (sharing 20%: 3.57% unallocated -> 4.85%);
@@ -118,11 +120,12 @@ class TroupePolicy final : public Policy {
 
   static double smallFirst(const NodeState& node) { return 1.0 - std::min(64, node.gpuCount()) / 64.0; }
 
-  // Balance counts while the typical requests ask at least kBalanceMinCpuLoad of the cluster's
-  // CPU per GPU, and the mix is not CPU-bound (there the exact fragmentation change decides).
+  // Balance counts while the typical GPU requests ask at least kBalanceMinCpuLoad of the
+  // cluster's CPU per GPU for themselves, and the mix is not CPU-bound (there the exact
+  // fragmentation change decides).
   bool balanceApplies(const ScoreContext& ctx) const {
-    return args_.balance_weight > 0 && ctx.mix != nullptr && ctx.mix->cpuLoad() >= kBalanceMinCpuLoad &&
-           !ctx.mix->cpuBound();
+    return args_.balance_weight > 0 && ctx.mix != nullptr &&
+           ctx.mix->gpuPodsCpuLoad() >= kBalanceMinCpuLoad && !ctx.mix->cpuBound();
   }
 
   // 0..1: 1 - |free GPU fraction - CPU left fraction| after the pod, CPU in whole percent (what
