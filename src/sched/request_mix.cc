@@ -51,8 +51,7 @@ RequestMix RequestMix::fromRequests(const std::vector<GpuRequest>& requests, dou
   }
   mix.cpu_per_gpu_ = gpu > 0 ? cpu / gpu : 0.0;
   mix.gpu_pods_cpu_per_gpu_ = gpu > 0 ? gpu_pods_cpu / gpu : 0.0;
-  mix.cpu_load_ = mix.cpuLoadAgainst(cluster_cpu_per_gpu);
-  mix.gpu_pods_cpu_load_ = cluster_cpu_per_gpu > 0 ? mix.gpu_pods_cpu_per_gpu_ / cluster_cpu_per_gpu : 0.0;
+  mix.setLoads(cluster_cpu_per_gpu);
   // The constrained requests' share of the GPU request, per list of models.
   std::map<std::string, std::pair<int64_t, const GpuRequest*>> by_list;
   int64_t gpu_total = 0, sharing = 0;
@@ -79,9 +78,13 @@ double RequestMix::cpuLoadAgainst(double cluster_cpu_per_gpu) const {
 
 RequestMix RequestMix::withClusterCpuPerGpu(double cluster_cpu_per_gpu) const {
   RequestMix out = *this;
-  out.cpu_load_ = cpuLoadAgainst(cluster_cpu_per_gpu);
-  out.gpu_pods_cpu_load_ = cluster_cpu_per_gpu > 0 ? gpu_pods_cpu_per_gpu_ / cluster_cpu_per_gpu : 0.0;
+  out.setLoads(cluster_cpu_per_gpu);
   return out;
+}
+
+void RequestMix::setLoads(double cluster_cpu_per_gpu) {
+  cpu_load_ = cpuLoadAgainst(cluster_cpu_per_gpu);
+  gpu_pods_cpu_load_ = cluster_cpu_per_gpu > 0 ? gpu_pods_cpu_per_gpu_ / cluster_cpu_per_gpu : 0.0;
 }
 
 const RequestMix& RequestMix::defaults() {

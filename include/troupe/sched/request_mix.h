@@ -79,6 +79,9 @@ class RequestMix {
   static constexpr double kCpuBoundLoad = 1.1;
 
  private:
+  // cpu_load_ and gpu_pods_cpu_load_ against the cluster's CPU per GPU (0: unknown).
+  void setLoads(double cluster_cpu_per_gpu);
+
   std::vector<TypicalRequest> entries_;
   std::vector<ConstrainedShare> constrained_;
   double sharing_share_ = 0.0;
