@@ -127,6 +127,13 @@ bool RequestMixWindow::record(const GpuRequest& request, const std::string& uid)
   return true;
 }
 
+bool RequestMixWindow::remembers(const std::string& uid) const {
+  if (uid.empty()) return false;
+  const uint64_t h = std::hash<std::string>{}(uid);
+  std::lock_guard lock(mu_);
+  return uids_.count(h) > 0;
+}
+
 void RequestMixWindow::recordLocked(const GpuRequest& request) {
   window_.push_back(request);
   if (window_.size() > capacity_) window_.pop_front();

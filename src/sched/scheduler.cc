@@ -642,8 +642,8 @@ void Scheduler::noteWatchedDemand(const PodFacts& pod) {
   // Without a uid the pod could not be counted once; a pending pod reaches filter (counting it
   // here would change the order the mix sees pods in from the simulator's).
   if (pod.uid.empty() || pod.node_name.empty() || pod.phase == "Succeeded" || pod.phase == "Failed" ||
-      pending_.deleted(pod.uid)) {
-    return;
+      pending_.deleted(pod.uid) || mix_window_.remembers(pod.uid)) {
+    return;  // remembers: each status update of a counted pod would otherwise be parsed again
   }
   {
     // The mix is measured against the GPU nodes' CPU: pods elsewhere do not load it.

@@ -125,7 +125,9 @@ TEST_CASE("the live window starts from the default mix and follows what it sees"
 TEST_CASE("the live window counts a pod uid once, and remembers a bounded number of uids", "[mix]") {
   // Refreshed at every request, so the mix shows what the window holds.
   troupe::sched::RequestMixWindow window(100, 1, 3);
+  CHECK_FALSE(window.remembers("a"));
   CHECK(window.record(shape(1, 1000, 0), "a"));
+  CHECK(window.remembers("a"));
   CHECK_FALSE(window.record(shape(1, 1000, 0), "a"));  // the same pod, seen again
   CHECK(window.record(shape(0, 0, 2000), "b"));
   REQUIRE(window.current()->entries().size() == 2);
@@ -137,12 +139,15 @@ TEST_CASE("the live window counts a pod uid once, and remembers a bounded number
 
   // Three uids are remembered: a fourth forgets "a", which then counts again; "c" is still known.
   CHECK(window.record(shape(1, 1000, 0), "d"));
+  CHECK_FALSE(window.remembers("a"));
   CHECK(window.record(shape(1, 1000, 0), "a"));
+  CHECK(window.remembers("c"));
   CHECK_FALSE(window.record(shape(1, 1000, 0), "c"));
   CHECK(window.current()->entries()[0].probability == Approx(4.0 / 5));
   // Without a uid every request counts, as with record(request).
   CHECK(window.record(shape(0, 0, 2000), ""));
   CHECK(window.record(shape(0, 0, 2000), ""));
+  CHECK_FALSE(window.remembers(""));
   CHECK(window.current()->entries()[0].probability == Approx(4.0 / 7));
 }
 

@@ -103,6 +103,9 @@ class RequestMixWindow {
   // Records the pod's request unless its uid was recorded recently (among the last
   // `remembered_uids`); false when it was. A pod without uid is recorded, as by record(request).
   bool record(const GpuRequest& request, const std::string& uid);
+  // Whether record(request, uid) would skip this uid now: a cheap check that spares callers
+  // decoding a request the window already counted (every watch event of a bound pod).
+  bool remembers(const std::string& uid) const;
   // Rebuilds the mix from the window now (e.g. after filling it from history).
   void refresh();
   // The cluster's GPU nodes' milli-CPU per milli-GPU, for RequestMix::cpuLoad(). A change that
