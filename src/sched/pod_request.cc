@@ -233,17 +233,26 @@ Result<GpuRequest> parseGpuRequest(const PodFacts& pod, const std::vector<std::s
   }
   req.topology_required = required.value();
   req.topology_preferred = preferred.value();
+  Result<PodCompute> compute = podCompute(pod);
+  if (!compute.isOk()) return compute.status();
+  req.cpu_milli = compute.value().cpu_milli;
+  req.memory_bytes = compute.value().memory_bytes;
+  return req;
+}
+
+Result<PodCompute> podCompute(const PodFacts& pod) {
+  PodCompute out;
   Result<int64_t> cpu = effectiveMilli(pod, "cpu");
   if (!cpu.isOk()) return cpu.status();
   if (Status s = checkAmount("cpu", cpu.value(), "m"); !s.isOk()) return s;
-  req.cpu_milli = cpu.value();
+  out.cpu_milli = cpu.value();
   Result<int64_t> mem = effectiveMilli(pod, "memory");
   if (!mem.isOk()) return mem.status();
   // Thousandths of a byte rounded up to bytes, without the overflow of (milli + 999) / 1000.
   const int64_t bytes = mem.value() / 1000 + (mem.value() % 1000 != 0 ? 1 : 0);
   if (Status s = checkAmount("memory", bytes, ""); !s.isOk()) return s;
-  req.memory_bytes = bytes;
-  return req;
+  out.memory_bytes = bytes;
+  return out;
 }
 
 Result<std::vector<int>> parseGpuAssignment(const std::string& text) {

@@ -106,8 +106,13 @@ Status Scheduler::recordAllocation(const model::Allocation& allocation) {
   const bool member = !allocation.gang.empty() && !pending_.deleted(allocation.pod_uid);
   return withGangs([&](std::vector<Completion>* out) {
     if (Status s = cluster_.checkRecord(allocation); !s.isOk()) return s;
-    if (member) gangs_.boundElsewhere(allocation, out);
-    Status s = cluster_.record(allocation);
+    // As reserve does: CPU and memory count only where the node says how much it has.
+    model::Allocation a = allocation;
+    const model::NodeInfo& info = cluster_.find(a.node)->info();
+    if (info.cpu_milli <= 0) a.cpu_milli = 0;
+    if (info.memory_bytes <= 0) a.memory_bytes = 0;
+    if (member) gangs_.boundElsewhere(a, out);
+    Status s = cluster_.record(a);
     if (s.isOk() && member) gangs_.memberBound(allocation.pod_uid, allocation.gang, out);
     if (s.isOk() && queues_.enabled()) {
       queues_.markBound(allocation.pod_uid, allocation.node,
@@ -132,6 +137,12 @@ bool Scheduler::release(const std::string& pod_uid) {
 std::optional<model::Allocation> Scheduler::allocationOf(const std::string& pod_uid) const {
   std::shared_lock lock(mu_);
   return cluster_.allocationOf(pod_uid);
+}
+
+bool Scheduler::isGpuNode(const std::string& node) const {
+  std::shared_lock lock(mu_);
+  const model::NodeState* found = cluster_.find(node);
+  return found && found->gpuCount() > 0;
 }
 
 // ---- pods between filter and bind ------------------------------------------------------------

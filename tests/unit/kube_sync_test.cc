@@ -400,3 +400,144 @@ TEST_CASE("kube sync: bound pods in the list and the watch reach the request mix
   sync.podHandler().event(WatchEventType::kAdded, toKube(cpuOnly("web-2", "n1", "15")));
   CHECK(scheduler.requestMix()->cpuLoad() == Approx(31.0 / 8));
 }
+
+TEST_CASE("kube sync: bound pods' CPU and memory count on GPU nodes, whoever bound them",
+          "[kube][sync][cpu]") {
+  World w;
+  w.node(nodeJson("n1", 8));  // 64 CPUs
+  json cpu_node = nodeJson("cpu-node", 0);
+  cpu_node["metadata"]["labels"].erase("nvidia.com/gpu.count");
+  w.node(cpu_node);
+  REQUIRE_FALSE(w.scheduler.isGpuNode("cpu-node"));
+  REQUIRE(w.scheduler.isGpuNode("n1"));
+  auto cpuOnly = [](const std::string& name, const std::string& node, const std::string& cpu,
+                    const std::string& memory = "1Gi") {
+    json p = podJson(name, 0, node, "", "Running");
+    p["spec"]["schedulerName"] = "default-scheduler";
+    p["spec"]["containers"][0]["resources"] = {{"requests", {{"cpu", cpu}, {"memory", memory}}}};
+    return p;
+  };
+  auto cpuOf = [&](const std::string& uid) -> int64_t {
+    auto a = w.scheduler.allocationOf(uid);
+    return a ? a->cpu_milli : -1;
+  };
+  // Two GPUs and 20 CPUs: fits n1 while its CPU is free.
+  troupe::sched::PodFacts big = troupe::testing::gpuPod("big", 2);
+  big.uid = "uid-big";
+  big.containers[0].requests["cpu"] = "20";
+  REQUIRE(w.scheduler.filter(big, {"n1"}).passed.size() == 1);
+
+  // A GPU pod another scheduler bound (no troupe.dev/gpus) holds its CPU with its GPU.
+  w.pod(podJson("other", 1, "n1", "", "Running"));
+  CHECK(w.unknown("uid-other") == 1);
+  CHECK(cpuOf("uid-other") == 1000);
+  // A CPU-only pod another scheduler bound to the GPU node: 40 CPUs and 1Gi held there.
+  w.pod(cpuOnly("web", "n1", "40"));
+  REQUIRE(w.scheduler.allocationOf("uid-web"));
+  CHECK(w.scheduler.allocationOf("uid-web")->gpus.empty());
+  CHECK(cpuOf("uid-web") == 40000);
+  CHECK(w.freeOn("n1") == 7);  // no GPU taken
+  // 64 - 1 - 40 = 23 CPUs left: the 20-CPU pod still fits; at 45 CPUs it does not.
+  CHECK(w.scheduler.filter(big, {"n1"}).passed.size() == 1);
+  w.pod(cpuOnly("web", "n1", "45"));  // resized in place
+  CHECK(cpuOf("uid-web") == 45000);
+  auto refused = w.scheduler.filter(big, {"n1"});
+  CHECK(refused.passed.empty());
+  CHECK(w.sync.stats().gpu_pods == 1);
+  CHECK(w.sync.stats().cpu_pods == 1);
+  // Seen again: nothing changes.
+  w.pod(cpuOnly("web", "n1", "45"));
+  CHECK(cpuOf("uid-web") == 45000);
+  CHECK(w.sync.stats().cpu_pods == 1);
+
+  // On a node without GPUs, or not bound yet, a CPU-only pod is not kept.
+  w.pod(cpuOnly("elsewhere", "cpu-node", "8"));
+  w.pod(cpuOnly("pending", "", "8"));
+  CHECK_FALSE(w.scheduler.allocationOf("uid-elsewhere"));
+  CHECK_FALSE(w.scheduler.allocationOf("uid-pending"));
+  CHECK(w.sync.stats().cpu_pods == 1);
+
+  // Finished: its CPU is free again, and the big pod fits.
+  json done = cpuOnly("web", "n1", "45");
+  done["status"]["phase"] = "Succeeded";
+  w.pod(done);
+  CHECK_FALSE(w.scheduler.allocationOf("uid-web"));
+  CHECK(w.scheduler.filter(big, {"n1"}).passed.size() == 1);
+  CHECK(w.sync.stats().cpu_pods == 0);
+
+  // Deleted, and gone from a relist: released too.
+  w.pod(cpuOnly("api", "n1", "30"));
+  CHECK(cpuOf("uid-api") == 30000);
+  w.pod(cpuOnly("api", "n1", "30"), WatchEventType::kDeleted);
+  CHECK_FALSE(w.scheduler.allocationOf("uid-api"));
+  w.pod(cpuOnly("batch", "n1", "30"));
+  CHECK(cpuOf("uid-batch") == 30000);
+  w.sync.podHandler().beginList();
+  w.sync.podHandler().listed(toKube(podJson("other", 1, "n1", "", "Running")));
+  w.sync.podHandler().endList();
+  CHECK_FALSE(w.scheduler.allocationOf("uid-batch"));
+  CHECK(cpuOf("uid-other") == 1000);
+}
+
+TEST_CASE("kube sync: the echo of Troupe's own CPU-only binding keeps its reservation", "[kube][sync][cpu]") {
+  World w;
+  w.node(nodeJson("n1", 8));
+  troupe::sched::PodFacts web = troupe::testing::gpuPod("web", 0);
+  web.uid = "uid-web";
+  web.containers[0].requests["cpu"] = "10";
+  REQUIRE(w.scheduler.filter(web, {"n1"}).passed.size() == 1);
+  REQUIRE(w.scheduler.reserve(web.uid, "default", "web", "n1").isOk());
+  REQUIRE(w.scheduler.allocationOf("uid-web"));
+  CHECK(w.scheduler.allocationOf("uid-web")->cpu_milli == 10000);
+  json echo = podJson("web", 0, "n1", "", "Running");
+  echo["spec"]["containers"][0]["resources"] = {{"requests", {{"cpu", "10"}}}};
+  w.pod(echo);
+  w.pod(echo);
+  REQUIRE(w.scheduler.allocationOf("uid-web"));
+  CHECK(w.scheduler.allocationOf("uid-web")->cpu_milli == 10000);
+  CHECK(w.sync.stats().cpu_pods == 1);
+  CHECK(w.sync.stats().orphan_pods == 0);
+}
+
+TEST_CASE("kube sync: a restarted Troupe reads the CPU of the pods already bound", "[kube][sync][cpu]") {
+  // The same pods, listed by a fresh Troupe: the node's CPU left is what the pods left, so
+  // fragmentation and the balance term score the node as the Troupe that bound them did.
+  World w;
+  w.sync.nodeHandler().beginList();
+  w.sync.nodeHandler().listed(toKube(nodeJson("n1", 8)));
+  w.sync.nodeHandler().endList();
+  json gpu = podJson("trainer", 4, "n1", "0,1,2,3", "Running");
+  gpu["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "32";
+  json web = podJson("web", 0, "n1", "", "Running");
+  web["spec"]["containers"][0]["resources"] = {{"requests", {{"cpu", "16"}}}};
+  w.sync.podHandler().beginList();
+  w.sync.podHandler().listed(toKube(gpu));
+  w.sync.podHandler().listed(toKube(web));
+  w.sync.podHandler().endList();
+  CHECK(w.scheduler.allocationOf("uid-trainer")->cpu_milli == 32000);
+  CHECK(w.scheduler.allocationOf("uid-web")->cpu_milli == 16000);
+  // 64 - 48 = 16 CPUs left: a 4-GPU pod asking 17 does not fit, one asking 16 does.
+  troupe::sched::PodFacts next = troupe::testing::gpuPod("next", 4);
+  next.uid = "uid-next";
+  next.containers[0].requests["cpu"] = "17";
+  CHECK(w.scheduler.filter(next, {"n1"}).passed.empty());
+  next.containers[0].requests["cpu"] = "16";
+  next.uid = "uid-next-2";
+  CHECK(w.scheduler.filter(next, {"n1"}).passed.size() == 1);
+}
+
+TEST_CASE("kube pods: CPU and memory are read even when the GPU annotations are not", "[kube][sync][cpu]") {
+  json p = podJson("p", 1, "n1", "", "Running");
+  p["spec"]["containers"][0]["resources"]["requests"]["memory"] = "2Gi";
+  p["metadata"]["annotations"] = {{"troupe.dev/gpu-topology", "sideways"}};
+  auto view = decodePod(toKube(p));
+  REQUIRE(view.isOk());
+  CHECK(view.value().gpus == 1);
+  CHECK(view.value().cpu_milli == 1000);
+  CHECK(view.value().memory_bytes == 2LL << 30);
+  CHECK(view.value().holdsResources());
+  json idle = podJson("idle", 0, "n1", "", "Running");
+  auto bare = decodePod(toKube(idle));
+  REQUIRE(bare.isOk());
+  CHECK_FALSE(bare.value().holdsResources());  // nothing requested: nothing to count
+}

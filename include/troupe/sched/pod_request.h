@@ -126,6 +126,16 @@ struct GpuRequest {
 Result<GpuRequest> parseGpuRequest(
     const PodFacts& pod, const std::vector<std::string>& topology_levels = model::defaultTopologyLevels());
 
+// The CPU (millicores) and memory (bytes) a pod requests, counted as Kubernetes counts them
+// (max(sum(app), max(init)), sidecars included): what it holds on its node once bound. Read
+// apart from the GPU request, so a running pod with an unusable GPU annotation still counts
+// its CPU.
+struct PodCompute {
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
+};
+Result<PodCompute> podCompute(const PodFacts& pod);
+
 // Reads the troupe.dev/gpus assignment annotation ("0,1,2,3"); `gpus` is how many the pod
 // requests, used to check the list.
 Result<std::vector<int>> parseGpuAssignment(const std::string& text);

@@ -117,6 +117,8 @@ class Scheduler {
   // Frees whatever the pod holds; false when it held nothing.
   bool release(const std::string& pod_uid);
   std::optional<model::Allocation> allocationOf(const std::string& pod_uid) const;
+  // Whether `node` is known and has GPUs.
+  bool isGpuNode(const std::string& node) const;
 
   // --- extension points ----------------------------------------------------------------
   // Names Troupe does not know are rejected as unresolvable with a reason. `pod_group` is

@@ -91,8 +91,8 @@ ClusterSync::Stats ClusterSync::stats() const {
   std::lock_guard lock(mu_);
   Stats s;
   s.nodes = nodes_.size();
-  s.gpu_pods = pods_.size();
   for (const auto& [uid, rec] : pods_) {
+    ++(rec.mask != 0 || rec.unknown > 0 || rec.dra ? s.gpu_pods : s.cpu_pods);
     if (rec.unknown > 0) ++s.unknown_pods;
     if (!rec.recorded && !rec.dra) ++s.orphan_pods;  // a DRA pod is recorded by the ledger
   }
@@ -180,23 +180,28 @@ void ClusterSync::applyPodLocked(const PodView& pod) {
     if (it != pods_.end()) it->second.generation = pod_generation_;
     return;
   }
-  if (!pod.holdsGpus()) {
+  // CPU-only pods count where their CPU decides what GPU pods fit: on GPU nodes. Elsewhere
+  // (and on a node not known yet) Troupe does not track them.
+  const bool tracked = pod.holdsResources() && (pod.gpus > 0 || scheduler_.isGpuNode(pod.facts.node_name));
+  if (!tracked) {
     if (pod.finished) {
       forgetPodLocked(uid);  // also whatever a binder still held for it
     } else if (it != pods_.end()) {
-      forgetPodLocked(uid);  // no longer a GPU pod
+      forgetPodLocked(uid);  // holds nothing the model counts any more
     }
     return;
   }
   // Being deleted: out of its queue already (forgetPod above), though it holds its GPUs.
-  if (!pod.terminating) noteQueuedLocked(pod);
+  if (!pod.terminating && pod.gpus > 0) noteQueuedLocked(pod);
   PodRecord want;
   want.node = pod.facts.node_name;
   want.key = pod.facts.key();
   want.gang = sched::gangKeyOf(pod.facts);
   want.milli = static_cast<int32_t>(pod.milli_per_gpu);
+  want.cpu_milli = pod.cpu_milli;
+  want.memory_bytes = pod.memory_bytes;
   want.generation = pod_generation_;
-  if (draNodeLocked(want.node)) {
+  if (pod.gpus > 0 && draNodeLocked(want.node)) {
     // DRA chose its devices: the ledger records it (notePodForDraLocked above).
     want.dra = true;
     want.unknown = static_cast<int16_t>(pod.gpus);
@@ -226,12 +231,13 @@ void ClusterSync::applyPodLocked(const PodView& pod) {
     // A conflict already turned its indices into unknown ones: the same annotation again
     // changes nothing.
     const bool same = !have.dra && have.node == want.node && have.milli == want.milli &&
-                      have.gang == want.gang &&
+                      have.gang == want.gang && have.cpu_milli == want.cpu_milli &&
+                      have.memory_bytes == want.memory_bytes &&
                       ((have.mask == want.mask && have.unknown == want.unknown) ||
                        (have.mask == 0 && want.unknown == 0 && have.unknown == std::popcount(want.mask)));
     if (same) return;
     if (have.recorded) {
-      // Moved (another node) or new indices: drop the old holding first.
+      // Moved (another node), new indices or resized: drop the old holding first.
       scheduler_.release(uid);
     } else if (have.node != want.node && !have.dra) {
       auto& waiting = orphans_[have.node];
@@ -254,6 +260,8 @@ void ClusterSync::recordLocked(const std::string& uid, PodRecord& rec) {
   a.gpus = model::maskToIndices(rec.mask);
   a.milli_per_gpu = rec.milli;
   a.unknown_gpus = rec.unknown;
+  a.cpu_milli = rec.cpu_milli;
+  a.memory_bytes = rec.memory_bytes;
   if (std::optional<model::Allocation> held = scheduler_.allocationOf(uid)) {
     if (sameHolding(*held, a)) {
       rec.recorded = true;  // e.g. the watch's echo of Troupe's own binding
@@ -269,6 +277,12 @@ void ClusterSync::recordLocked(const std::string& uid, PodRecord& rec) {
   if (s.code() == Code::kNotFound) {
     rec.recorded = false;  // its node is unknown (yet): recorded when the node arrives
     orphans_[rec.node].push_back(uid);
+    return;
+  }
+  if (rec.mask == 0 && rec.unknown == 0) {
+    // No GPUs to count elsewhere (a CPU-only pod, or one with more CPU than a node can count).
+    rec.recorded = false;
+    logger_.error("cannot record pod", {{"pod", rec.key}, {"node", rec.node}, {"error", s.message()}});
     return;
   }
   // The annotation cannot be honoured (overlaps another pod's GPUs, or out of range): count

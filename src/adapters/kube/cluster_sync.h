@@ -3,7 +3,9 @@
 //
 // GPU accounting follows the truth in the API:
 //   - every bound pod that holds GPUs (nvidia.com/gpu or troupe.dev/gpu-milli; phase not
-//     Succeeded/Failed; until it is deleted) counts against its node;
+//     Succeeded/Failed; until it is deleted) counts against its node, with its CPU and memory
+//     requests; so does every bound CPU-only pod on a GPU node, whoever bound it: the CPU left
+//     beside the GPUs decides what fits there and how the policies score the node;
 //   - its GPU indices come from the troupe.dev/gpus annotation Troupe wrote when it bound the
 //     pod; a pod bound by anyone else (or whose annotation is unusable, or would overlap
 //     another pod's GPUs) counts as holding that many GPUs whose indices are unknown, so they
@@ -34,11 +36,11 @@
 // The binder also asks what the watch last showed of an unbound GPU pod (pendingPod): when it
 // shows the pod unbound, the binder sends the Binding without reading the pod first.
 //
-// Memory: only GPU pods are kept (bound: node, GPU mask, share, pod key: ~200 bytes each plus
-// the core's own allocation record; unbound: namespace, name and scheduler name until bound or
-// deleted); other pods leave nothing behind here (the core's request mix remembers a bounded
-// number of uids). Nodes keep an 8-byte digest of their GPU facts so unchanged status updates
-// skip the core.
+// Memory: only GPU pods, and bound pods on GPU nodes, are kept (bound: node, GPU mask, share,
+// CPU, memory, pod key: ~200 bytes each plus the core's own allocation record; unbound:
+// namespace, name and scheduler name until bound or deleted); other pods leave nothing here (the core's
+// request mix remembers a bounded number of uids). Nodes keep an 8-byte digest of their GPU facts so
+// unchanged status updates skip the core.
 #pragma once
 
 #include <atomic>
@@ -126,6 +128,7 @@ class ClusterSync {
   struct Stats {
     size_t nodes = 0;
     size_t gpu_pods = 0;      // bound pods holding GPUs
+    size_t cpu_pods = 0;      // bound pods on GPU nodes holding only CPU or memory
     size_t unknown_pods = 0;  // of which with unknown indices
     size_t orphan_pods = 0;   // of which on nodes Troupe does not know (yet)
     uint64_t conflicts = 0;   // annotations that could not be honoured
@@ -139,10 +142,12 @@ class ClusterSync {
   struct PodRecord {
     std::string node;
     std::string key;
-    std::string gang;         // its gang's key, so a restarted Troupe counts bound members
-    uint64_t mask = 0;        // GPU indices when known
-    int32_t milli = 1000;     // per GPU
-    int16_t unknown = 0;      // GPUs whose indices are unknown
+    std::string gang;       // its gang's key, so a restarted Troupe counts bound members
+    uint64_t mask = 0;      // GPU indices when known
+    int32_t milli = 1000;   // per GPU
+    int16_t unknown = 0;    // GPUs whose indices are unknown
+    int64_t cpu_milli = 0;  // its requests, held on the node (CPU-only pods too)
+    int64_t memory_bytes = 0;
     bool recorded = false;    // in the core (false: its node is unknown, or DRA serves it)
     bool dra = false;         // on a DRA-served node: the DRA ledger records it
     uint32_t generation = 0;  // the pod list that last saw it

@@ -141,9 +141,15 @@ Result<PodView> decodePod(const Json& pod) {
   if (req.isOk()) {
     v.gpus = req.value().gpus;
     v.milli_per_gpu = req.value().milli_per_gpu;
+    v.cpu_milli = req.value().cpu_milli;
+    v.memory_bytes = req.value().memory_bytes;
   } else {
     v.gpus = rawGpuCount(v.facts);
     if (v.gpus == 0 && v.facts.annotations.count(sched::kAnnotationGpuMilli)) v.gpus = 1;
+    if (Result<sched::PodCompute> compute = sched::podCompute(v.facts); compute.isOk()) {
+      v.cpu_milli = compute.value().cpu_milli;
+      v.memory_bytes = compute.value().memory_bytes;
+    }
   }
   if (auto a = v.facts.annotations.find(sched::kAnnotationGpus); a != v.facts.annotations.end()) {
     v.has_assignment = true;

@@ -35,6 +35,10 @@ struct PodView {
   bool finished = false;       // phase Succeeded or Failed: holds nothing any more
   int gpus = 0;                // GPUs it holds once bound (1 for a shared pod); 0 = not a GPU pod
   int64_t milli_per_gpu = 1000;
+  // The CPU (millicores) and memory (bytes) it requests, which it holds on its node once
+  // bound; 0 when unreadable (kube-scheduler would not have bound it either).
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
   bool has_assignment = false;     // troupe.dev/gpus is present
   std::vector<int> assigned;       // its indices when usable
   std::string assignment_problem;  // why they are not usable ("" when usable or absent)
@@ -45,6 +49,10 @@ struct PodView {
 
   bool bound() const { return !facts.node_name.empty(); }
   bool holdsGpus() const { return bound() && !finished && gpus > 0; }
+  // Bound and running with GPUs, CPU or memory the node's model should count.
+  bool holdsResources() const {
+    return bound() && !finished && (gpus > 0 || cpu_milli > 0 || memory_bytes > 0);
+  }
 };
 
 // Decodes a v1.Pod. A pod whose GPU annotations are invalid still counts by its
@@ -53,8 +61,7 @@ Result<PodView> decodePod(const Json& pod);
 
 // A v1.Node as the core sees it: adapters::nodeFromJson's GPU facts plus the allocatable CPU,
 // memory and pod count, so the placements Troupe makes (and scores by free CPU, as the
-// simulator does) account for the CPU and memory of the pods it binds. kube-scheduler still
-// enforces them for every pod; pods Troupe did not bind count for their GPUs only.
+// simulator does) account for the CPU and memory of every pod bound there (ClusterSync).
 Result<model::NodeFacts> decodeNode(const Json& node);
 
 // An API timestamp ("2026-12-02T05:49:32Z", fractions and offsets accepted); nullopt when it is

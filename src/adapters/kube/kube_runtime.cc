@@ -104,6 +104,7 @@ void KubeRuntime::start(std::function<void()> on_ready) {
     const ClusterSync::Stats s = sync_.stats();
     logger_.info("cluster state synced; ready", {{"nodes", std::to_string(s.nodes)},
                                                  {"gpu_pods", std::to_string(s.gpu_pods)},
+                                                 {"cpu_pods", std::to_string(s.cpu_pods)},
                                                  {"unknown_index_pods", std::to_string(s.unknown_pods)},
                                                  {"orphan_pods", std::to_string(s.orphan_pods)}});
     if (on_ready) on_ready();
@@ -209,13 +210,14 @@ void KubeRuntime::housekeeping(std::chrono::steady_clock::time_point& last_stats
   if (metrics_) {
     const ClusterSync::Stats s = sync_.stats();
     metrics_->kubeCachedObjects("nodes", static_cast<double>(s.nodes));
-    metrics_->kubeCachedObjects("pods", static_cast<double>(s.gpu_pods));
+    metrics_->kubeCachedObjects("pods", static_cast<double>(s.gpu_pods + s.cpu_pods));
   }
   if (std::chrono::steady_clock::now() - last_stats >= options_.stats_every) {
     last_stats = std::chrono::steady_clock::now();
     const ClusterSync::Stats s = sync_.stats();
     logger_.info("cluster state", {{"nodes", std::to_string(s.nodes)},
                                    {"gpu_pods", std::to_string(s.gpu_pods)},
+                                   {"cpu_pods", std::to_string(s.cpu_pods)},
                                    {"unknown_index_pods", std::to_string(s.unknown_pods)},
                                    {"orphan_pods", std::to_string(s.orphan_pods)},
                                    {"annotation_conflicts", std::to_string(s.conflicts)},

@@ -131,7 +131,8 @@ Metrics::Metrics(const std::string& version, adapters::PerNodeSeries per_node)
                           .Register(*registry_)),
       kube_cached_(prometheus::BuildGauge()
                        .Name("troupe_kube_cached_objects")
-                       .Help("Objects in Troupe's API caches, by resource (pods: bound pods holding GPUs).")
+                       .Help("Objects in Troupe's API caches, by resource (pods: bound pods holding GPUs, "
+                             "and other bound pods on GPU nodes).")
                        .Register(*registry_)),
       internal_errors_(
           prometheus::BuildCounter()
