@@ -173,7 +173,7 @@ void ClusterState::summarize(ClusterSummary& s, size_t max_node_rows) const {
     if (!s.node_rows_omitted) {
       s.by_node.push_back({name, product, node.gpuCount(), node.usedMilliTotal(), node.sharedGpuCount()});
     }
-    s.pods += node.podCount();
+    s.pods += node.gpuPodCount();
     // Free GPUs stranded below the node's largest power-of-two request size.
     int largest = 1;
     while (largest * 2 <= std::min(8, node.gpuCount())) largest *= 2;

@@ -392,3 +392,35 @@ TEST_CASE("dra: randomized claims and pods, in any order, with duplicates: each 
     }
   }
 }
+
+TEST_CASE("dra: a claim-only pod with CPU requests keeps its device count when seen bound",
+          "[kube][dra][cpu]") {
+  World w;
+  w.node(draNodeJson("d1"));
+  w.slice(sliceJson("d1", 4));
+  w.claim(claimJson("one-gpu", 1, "", {}, {}));
+  troupe::sched::PodFacts pod = troupe::testing::gpuPod("claim-only", 0);
+  pod.containers[0].requests["cpu"] = "2";
+  pod.resource_claims.push_back({"gpu", "one-gpu", ""});
+  pod.claim_gpus = w.sync.claimGpus(pod);
+  REQUIRE(pod.claim_gpus == 1);
+  REQUIRE(w.scheduler.filter(pod, {"d1"}).passed == std::vector<std::string>{"d1"});
+  REQUIRE(w.scheduler.reserve(pod.uid, pod.ns, pod.name, "d1").isOk());
+  CHECK(w.usage("d1").first == 1);
+  // kube-scheduler allocated the claim; the watch shows the pod bound, with its CPU.
+  w.claim(claimJson("one-gpu", 1, "d1", {2}, {"uid-claim-only"}));
+  json seen = podJson("claim-only", 0, "d1", "", "Running");
+  seen["spec"]["containers"][0]["resources"] = {{"requests", {{"cpu", "2"}}}};
+  seen["spec"]["resourceClaims"] = json::array({{{"name", "gpu"}, {"resourceClaimName", "one-gpu"}}});
+  w.pod(seen);
+  w.pod(seen);
+  CHECK(w.usage("d1").first == 1);
+  REQUIRE(w.scheduler.allocationOf("uid-claim-only"));
+  CHECK(w.scheduler.allocationOf("uid-claim-only")->unknown_gpus == 1);
+  // A CPU-only pod on the DRA node: the DRA ledger's node, not tracked for its CPU.
+  json web = podJson("web", 0, "d1", "", "Running");
+  web["spec"]["containers"][0]["resources"] = {{"requests", {{"cpu", "8"}}}};
+  w.pod(web);
+  CHECK_FALSE(w.scheduler.allocationOf("uid-web"));
+  CHECK(w.usage("d1").first == 1);
+}

@@ -445,6 +445,7 @@ TEST_CASE("kube sync: bound pods' CPU and memory count on GPU nodes, whoever bou
   CHECK(refused.passed.empty());
   CHECK(w.sync.stats().gpu_pods == 1);
   CHECK(w.sync.stats().cpu_pods == 1);
+  CHECK(w.scheduler.summary().pods == 1);  // troupe_gpu_pods: pods holding GPUs only
   // Seen again: nothing changes.
   w.pod(cpuOnly("web", "n1", "45"));
   CHECK(cpuOf("uid-web") == 45000);

@@ -249,8 +249,25 @@ TEST_CASE("node state: add, remove, overlap refusal", "[node]") {
     CHECK(s.add(alloc("a", {5})).code() == Code::kFailedPrecondition);
     CHECK(s.fullyFreeMask() == 0xFCu);
   }
+  SECTION("a CPU-only pod counts as a pod, not as a GPU pod") {
+    troupe::model::Allocation web = alloc("web", {});
+    web.cpu_milli = 4000;
+    REQUIRE(s.add(web).isOk());
+    CHECK(s.podCount() == 2);
+    CHECK(s.gpuPodCount() == 1);
+    CHECK(s.cpuUsed() == 4000);
+    troupe::model::Allocation unknown = alloc("theirs", {});
+    unknown.unknown_gpus = 2;
+    REQUIRE(s.add(unknown).isOk());
+    CHECK(s.gpuPodCount() == 2);
+    CHECK(s.remove("web"));
+    CHECK(s.remove("theirs"));
+    CHECK(s.gpuPodCount() == 1);
+    CHECK(s.cpuUsed() == 0);
+  }
   SECTION("remove frees the GPUs; a second remove is a no-op") {
     CHECK(s.remove("a"));
+    CHECK(s.gpuPodCount() == 0);
     CHECK_FALSE(s.remove("a"));
     CHECK_FALSE(s.remove("never"));
     CHECK(s.fullyFreeMask() == 0xFFu);

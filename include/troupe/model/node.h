@@ -125,7 +125,8 @@ class NodeState {
   int64_t cpuUsed() const { return cpu_used_; }
   int64_t memoryUsed() const { return memory_used_; }
   int podCount() const { return static_cast<int>(allocations_.size()); }
-  int sharedGpuCount() const;  // GPUs partly used by fractional pods
+  int gpuPodCount() const { return gpu_pods_; }  // of which hold GPUs (the others: CPU or memory)
+  int sharedGpuCount() const;                    // GPUs partly used by fractional pods
 
   // Records an allocation. Fails (and changes nothing) on an index out of range, or a GPU
   // without the room the allocation claims.
@@ -156,6 +157,7 @@ class NodeState {
   uint64_t changes_ = 0;
   uint32_t ordinal_ = 0;
   int unknown_held_ = 0;
+  int gpu_pods_ = 0;
   int64_t cpu_used_ = 0;
   int64_t memory_used_ = 0;
   std::map<std::string, Allocation> allocations_;

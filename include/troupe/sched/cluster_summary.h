@@ -38,7 +38,7 @@ struct ClusterSummary {
     int held_gpus = 0;
     int draining_nodes = 0;
   } gangs;
-  int pods = 0;
+  int pods = 0;  // holding GPUs (CPU-only pods the model counts are left out)
   int pending = 0;
   // GPUs that are free but sit on nodes with fewer free GPUs than the common request sizes
   // (per product: free GPUs that cannot serve the largest size seen among 1, 2, 4, 8).

@@ -181,8 +181,13 @@ void ClusterSync::applyPodLocked(const PodView& pod) {
     return;
   }
   // CPU-only pods count where their CPU decides what GPU pods fit: on GPU nodes. Elsewhere
-  // (and on a node not known yet) Troupe does not track them.
-  const bool tracked = pod.holdsResources() && (pod.gpus > 0 || scheduler_.isGpuNode(pod.facts.node_name));
+  // (and on a node not known yet) Troupe does not track them, nor on DRA-served nodes or with
+  // ResourceClaims: there the DRA ledger counts what the pod holds (a claim-only pod reads as
+  // CPU-only here, and its claim's device must not be replaced by its CPU).
+  const bool cpu_only_counted =
+      pod.facts.resource_claims.empty() && pod.facts.extended_resource_claim.empty() &&
+      scheduler_.isGpuNode(pod.facts.node_name) && !draNodeLocked(pod.facts.node_name);
+  const bool tracked = pod.holdsResources() && (pod.gpus > 0 || cpu_only_counted);
   if (!tracked) {
     if (pod.finished) {
       forgetPodLocked(uid);  // also whatever a binder still held for it

@@ -5,7 +5,8 @@
 //   - every bound pod that holds GPUs (nvidia.com/gpu or troupe.dev/gpu-milli; phase not
 //     Succeeded/Failed; until it is deleted) counts against its node, with its CPU and memory
 //     requests; so does every bound CPU-only pod on a GPU node, whoever bound it: the CPU left
-//     beside the GPUs decides what fits there and how the policies score the node;
+//     beside the GPUs decides what fits there and how the policies score the node (not on
+//     DRA-served nodes, nor pods with ResourceClaims: the DRA ledger counts those);
 //   - its GPU indices come from the troupe.dev/gpus annotation Troupe wrote when it bound the
 //     pod; a pod bound by anyone else (or whose annotation is unusable, or would overlap
 //     another pod's GPUs) counts as holding that many GPUs whose indices are unknown, so they
