@@ -421,6 +421,40 @@ def test_pods_bound_by_others_hold_gpus_at_unknown_indices(api, namespace, sched
     assert wait_model_matches_api(api, troupe_url)["free"] == free0 - 1
 
 
+def test_cpu_of_pods_bound_by_others_counts_on_their_gpu_node(api, namespace):
+    """A CPU-only pod another scheduler bound to a GPU node holds its CPU in Troupe's model, also
+    in a Troupe started after it (as after a restart): fragmentation and the balance term read the
+    CPU actually left beside the GPUs."""
+    node = "a10-2"  # 4 GPUs, 64 CPUs
+    theirs = gpu_pod("their-cpu", scheduler="someone-else", cpu="56")
+    theirs["spec"]["nodeName"] = node
+    api.create_pod(namespace, theirs)
+    side = SideTroupe(["--kubeconfig", KUBECONFIG])
+    try:
+        wait_ready(side.url, 30)
+
+        def filter_with_cpu(name, cpu):
+            probe = gpu_pod(name, gpus=1, cpu=cpu)
+            probe["metadata"].update({"namespace": namespace, "uid": f"uid-{name}"})
+            status, res = http_post(side.url + "/filter", {"Pod": probe, "Nodes": None, "NodeNames": [node]})
+            assert status == 200 and not res["Error"], res
+            return res
+
+        # At most 8 CPUs are left beside the node's GPUs: a GPU pod asking 16 does not fit.
+        res = filter_with_cpu("probe-big", "16")
+        assert not res["NodeNames"], res
+        assert "insufficient free CPU" in res["FailedNodes"][node], res
+        assert filter_with_cpu("probe-small", "1")["NodeNames"] == [node]
+        # Gone from the API, gone from the model.
+        api.delete_pod(namespace, "their-cpu")
+        deadline = time.monotonic() + 30
+        while not filter_with_cpu("probe-big", "16")["NodeNames"]:
+            assert time.monotonic() < deadline, "the deleted pod's CPU is still counted"
+            time.sleep(0.2)
+    finally:
+        side.stop()
+
+
 def test_bind_is_no_confused_deputy(api, namespace, scheduler_name, verbs):
     """Security review K2: whoever reaches the verb port cannot make Troupe bind a pod that is not
     its profile's, or one it did not filter onto that node. Each is refused with a named error
