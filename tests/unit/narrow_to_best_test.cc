@@ -152,19 +152,21 @@ PodFacts podOf(const troupe::sim::TracePod& t) {
 
 // The example trace; or copies of its nodes and three of its pods with either every third
 // GPU pod limited to GPU models (kConstrained), a CPU-only twin of every pod (kCpuHeavy: the mix
-// is CPU-bound) or of every third pod (kCpuTight).
+// is CPU-bound) or of every third pod (kCpuTight), or both the model limits and the CPU-only
+// twins of kCpuTight (kConstrainedTight: the CPU-tight rule's guard for free GPUs' CPU is on).
 // Past the request window's first refresh (500 requests) the troupe policy then steers by model
 // pressure while models still have room, breaks ties by the exact fragmentation change while the
 // mix is CPU-bound, or sends CPU-only pods where GPUs are in use while it is CPU-tight: both
 // paths must compute these alike.
-enum class Variant { kPlain, kConstrained, kCpuHeavy, kCpuTight };
+enum class Variant { kPlain, kConstrained, kCpuHeavy, kCpuTight, kConstrainedTight };
 
 std::vector<troupe::sim::TraceNode> exampleNodes(const std::vector<troupe::sim::TraceNode>& trace,
                                                  Variant variant) {
   if (variant == Variant::kPlain) return trace;
   std::vector<troupe::sim::TraceNode> out;
   // Three copies keep the CPU-heavy variant overfilled (CPU-only twins fill the CPU first).
-  const bool cpu = variant == Variant::kCpuHeavy || variant == Variant::kCpuTight;
+  const bool cpu =
+      variant == Variant::kCpuHeavy || variant == Variant::kCpuTight || variant == Variant::kConstrainedTight;
   for (int copy = 0; copy < (cpu ? 3 : 6); ++copy) {
     for (troupe::sim::TraceNode n : trace) {
       n.name += "-" + std::to_string(copy);
@@ -184,13 +186,18 @@ std::vector<troupe::sim::TracePod> examplePods(const std::vector<troupe::sim::Tr
     for (troupe::sim::TracePod p : trace) {
       p.name += "-" + std::to_string(copy);
       ++pods;
-      if (variant == Variant::kCpuHeavy || (variant == Variant::kCpuTight && pods % 3 == 0)) {
+      const bool tight = variant == Variant::kCpuTight || variant == Variant::kConstrainedTight;
+      const bool twin_of_this = variant == Variant::kCpuHeavy || (tight && pods % 3 == 0);
+      if (twin_of_this) {
         troupe::sim::TracePod twin = p;
         twin.name += "-cpu";
         twin.num_gpu = 0;
         twin.gpu_milli = 0;
         out.push_back(std::move(twin));
-      } else if (variant == Variant::kConstrained && p.num_gpu > 0 && ++gpu_pods % 3 == 0) {
+      }
+      const bool limits =
+          variant == Variant::kConstrained || (variant == Variant::kConstrainedTight && !twin_of_this);
+      if (limits && p.num_gpu > 0 && ++gpu_pods % 3 == 0) {
         p.gpu_spec = gpu_pods % 2 ? "T4" : "V100M16|P100";
       }
       out.push_back(std::move(p));
@@ -203,23 +210,25 @@ std::vector<troupe::sim::TracePod> examplePods(const std::vector<troupe::sim::Tr
 TEST_CASE("narrowing: a live Scheduler places the example trace exactly as simulate --in-order",
           "[narrow][sim]") {
   const troupe::testing::ExampleTrace trace = troupe::testing::exampleTrace();
-  const Variant variant =
-      GENERATE(Variant::kPlain, Variant::kConstrained, Variant::kCpuHeavy, Variant::kCpuTight);
+  const Variant variant = GENERATE(Variant::kPlain, Variant::kConstrained, Variant::kCpuHeavy,
+                                   Variant::kCpuTight, Variant::kConstrainedTight);
   INFO((variant == Variant::kPlain         ? "the example trace"
         : variant == Variant::kConstrained ? "three copies, a third of the GPU pods limited to models"
         : variant == Variant::kCpuHeavy    ? "three copies, each pod with a CPU-only twin"
-                                           : "three copies, every third pod with a CPU-only twin"));
+        : variant == Variant::kCpuTight    ? "three copies, every third pod with a CPU-only twin"
+                                           : "three copies, CPU-only twins and GPU pods limited to models"));
   const std::vector<troupe::sim::TracePod> pods = examplePods(trace.pods, variant);
   const std::vector<troupe::sim::TraceNode> nodes = exampleNodes(trace.nodes, variant);
   troupe::model::TopologyCatalog catalog;
   auto cluster = troupe::sim::buildCluster(nodes, catalog);
   REQUIRE(cluster.isOk());
-  if (variant == Variant::kCpuHeavy || variant == Variant::kCpuTight) {  // the regime each is for
+  if (variant != Variant::kPlain && variant != Variant::kConstrained) {  // the regime each is for
     std::vector<troupe::sched::GpuRequest> requests;
     for (const auto& p : pods) requests.push_back(troupe::sim::requestOf(p));
     const auto mix = troupe::sched::RequestMix::fromRequests(requests, 0.95, cluster.value().cpuPerGpu());
     INFO("CPU load " << mix.cpuLoad());
     REQUIRE((variant == Variant::kCpuHeavy ? mix.cpuBound() : mix.cpuTight()));
+    if (variant == Variant::kConstrainedTight) REQUIRE_FALSE(mix.constrained().empty());
   }
 
   for (std::string_view kind : {"troupe", "fgd", "best-fit"}) {

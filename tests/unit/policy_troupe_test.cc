@@ -89,13 +89,13 @@ RequestMix cpuHeavyMix(double cluster_cpu_per_gpu) {
 
 }  // namespace
 
-TEST_CASE("request mix: CPU-bound once the typical requests ask 1.1x the cluster's CPU per GPU",
+TEST_CASE("request mix: CPU-bound once the typical requests ask 1.06x the cluster's CPU per GPU",
           "[policy][troupe][mix]") {
   CHECK(cpuHeavyMix(0).cpuPerGpu() == Approx(30.0));
-  CHECK_FALSE(cpuHeavyMix(0).cpuBound());  // the cluster's CPU unknown: never
-  CHECK(cpuHeavyMix(27.0).cpuBound());     // 30 >= 1.1 x 27
-  CHECK_FALSE(cpuHeavyMix(28.0).cpuBound());
-  CHECK(cpuHeavyMix(28.0).withClusterCpuPerGpu(27.0).cpuBound());
+  CHECK_FALSE(cpuHeavyMix(0).cpuBound());     // the cluster's CPU unknown: never
+  CHECK(cpuHeavyMix(28.0).cpuBound());        // 30 >= 1.06 x 28
+  CHECK_FALSE(cpuHeavyMix(28.5).cpuBound());  // 30 < 1.06 x 28.5
+  CHECK(cpuHeavyMix(28.5).withClusterCpuPerGpu(28.0).cpuBound());
   // The GPU pods' own load: their 10 cores per GPU (the CPU-only pods' 20 left out), in both ways
   // of giving the cluster's CPU per GPU.
   CHECK(cpuHeavyMix(0).gpuPodsCpuLoad() == 0.0);
@@ -106,8 +106,9 @@ TEST_CASE("request mix: CPU-bound once the typical requests ask 1.1x the cluster
   CHECK(cpuHeavyMix(30.0).cpuLoad() == Approx(1.0));
   CHECK(cpuHeavyMix(30.0).cpuTight());
   CHECK(cpuHeavyMix(33.0).cpuTight());  // 30 >= 0.9 x 33
+  CHECK(cpuHeavyMix(28.5).cpuTight());
   CHECK_FALSE(cpuHeavyMix(34.0).cpuTight());
-  CHECK_FALSE(cpuHeavyMix(27.0).cpuTight());  // bound, not tight
+  CHECK_FALSE(cpuHeavyMix(28.0).cpuTight());  // bound, not tight
   CHECK_FALSE(cpuHeavyMix(0).cpuTight());
 
   // The window judges each rebuilt mix against the cluster it was last told of, and replaces the
@@ -164,6 +165,49 @@ TEST_CASE("troupe: a CPU-only pod goes where the GPUs are all taken, then to sma
   CHECK(tight_cluster.best(*policy, tt::request(0, 0, 4000), tight_context) == "busy-big");
 }
 
+TEST_CASE("troupe: while requests name GPU models, a CPU-tight CPU-only pod does not starve free GPUs of CPU",
+          "[policy][troupe]") {
+  // Both mixes ask 10 cores per GPU beside the GPUs (and 20-core CPU-only pods) on a cluster of 30
+  // per GPU: CPU-tight. In the second the GPU pods name a GPU model, so model pressure steers the
+  // unconstrained ones and the guard is on.
+  auto tightMix = [](std::vector<std::string> models) {
+    troupe::sched::GpuRequest gpu_pod = tt::request(1, 1000, 10000);
+    gpu_pod.models = std::move(models);
+    return RequestMix::fromRequests({gpu_pod, tt::request(0, 0, 20000)}, 0.95, 30.0);
+  };
+  const RequestMix unconstrained = tightMix({});
+  const RequestMix constrained = tightMix({"NVIDIA-L4"});
+  REQUIRE(unconstrained.cpuTight());
+  REQUIRE(constrained.cpuTight());
+  REQUIRE(constrained.gpuPodsCpuPerGpu() == Approx(10.0));
+  REQUIRE_FALSE(constrained.constrained().empty());
+  // Six of eight GPUs in use on both busy nodes; on "starved" the pods took 78 of 96 cores, so a
+  // 4-core pod leaves 14, short of the 20 its two free GPUs want. "roomy" keeps 66 after it.
+  tt::SmallCluster c;
+  troupe::model::NodeState& idle_small = c.add("idle-small", 2, "NVIDIA-L4", "96");
+  troupe::model::NodeState& starved = c.add("starved", 8, "NVIDIA-L4", "96");
+  tt::SmallCluster::use(starved, {0, 1, 2, 3, 4, 5}, 1000, 78000);
+  const auto policy = tt::builtin("troupe");
+  const auto cpu_only = tt::request(0, 0, 4000);
+  const troupe::sched::ScoreContext plain{&unconstrained, nullptr};
+  const troupe::sched::ScoreContext guarded{&constrained, nullptr};
+  CHECK(c.best(*policy, cpu_only, plain) == "starved");  // the most GPU in use wins
+  CHECK(c.best(*policy, cpu_only, guarded) == "idle-small");
+  CHECK(policy->shareClass(starved, cpu_only, guarded) == 1);
+  CHECK(policy->shareClass(idle_small, cpu_only, guarded) == 0);
+  CHECK(policy->shareClass(starved, cpu_only, plain) == 0);
+  // A node it would not starve still goes first by the GPUs in use.
+  troupe::model::NodeState& roomy = c.add("roomy", 8, "NVIDIA-L4", "96");
+  tt::SmallCluster::use(roomy, {0, 1, 2, 3, 4, 5}, 1000, 26000);
+  CHECK(c.best(*policy, cpu_only, guarded) == "roomy");
+  // Past the tight band (CPU-bound) the exact fragmentation change decides instead; the guard is
+  // not asked.
+  const RequestMix bound = constrained.withClusterCpuPerGpu(27.0);
+  REQUIRE(bound.cpuBound());
+  const troupe::sched::ScoreContext bound_context{&bound, nullptr};
+  CHECK(policy->shareClass(starved, cpu_only, bound_context) == 0);
+}
+
 TEST_CASE("troupe: while the mix is CPU-bound, the exact fragmentation change breaks the ties",
           "[policy][troupe]") {
   tt::SmallCluster c;
@@ -172,7 +216,7 @@ TEST_CASE("troupe: while the mix is CPU-bound, the exact fragmentation change br
   const auto policy = tt::builtin("troupe");
   const auto req = tt::request(1, 1000, 10000);
   const auto placement = policy->score(node, req, {}).placement;
-  for (double cluster : {27.0, 28.0}) {
+  for (double cluster : {28.0, 28.5}) {
     const RequestMix mix = cpuHeavyMix(cluster);
     const troupe::sched::ScoreContext context{&mix, nullptr};
     const troupe::sched::FragEval frag =

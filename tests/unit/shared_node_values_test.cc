@@ -142,7 +142,7 @@ std::shared_ptr<const RequestMix> randomMix(Rng& rng) {
   }
   RequestMix mix = RequestMix::fromRequests(requests);
   // The cluster's CPU per GPU: unknown, or so that the mix's CPU load is 0.5-1.25 (troupe's
-  // balance term counts from 0.7, its CPU-bound rule from 1.1).
+  // CPU-tight rules count from 0.9, its CPU-bound rule from 1.06).
   if (rng.next(3) != 0 && mix.cpuPerGpu() > 0) {
     mix = mix.withClusterCpuPerGpu(mix.cpuPerGpu() / (0.5 + static_cast<double>(rng.next(76)) / 100.0));
   }
@@ -187,7 +187,13 @@ TEST_CASE("shared node values: every value and every choice equal nodeValue's on
     const std::shared_ptr<const RequestMix> mix = randomMix(rng);
     const ScoreContext context{mix.get(), nullptr};
     for (int call = 0; call < 6; ++call) {
-      const GpuRequest req = randomRequest(rng);
+      GpuRequest req = randomRequest(rng);
+      // A CPU-only pod now and then: troupe ranks those by other rules (CPU-tight: GPUs in use,
+      // and with model-limited requests in the mix, whether it starves free GPUs of CPU).
+      if (rng.next(5) == 0) {
+        req.gpus = 0;
+        req.cpu_milli = 1000 * static_cast<int64_t>(1 + rng.next(24));
+      }
       const PolicyConfig policy = randomPolicy(rng);
       std::vector<const NodeState*> fits;
       for (const NodeState& s : states) {
@@ -304,4 +310,49 @@ TEST_CASE("shared node values: nodes with more GPUs than a key holds are scored 
     CHECK(sameBits(shared.value(s), policy->rankValue(s, req, context)));
   }
   CHECK(shared.computed() == 3);  // the same state three times, computed three times
+}
+
+TEST_CASE(
+    "shared node values: a CPU-only pod that would starve one node's free GPUs of CPU is not "
+    "given its twin's value",
+    "[scheduler][narrow][shared-values]") {
+  // A CPU-tight mix with a model-limited GPU request (10 cores per GPU) and 20-core CPU-only
+  // pods. Two 8-GPU nodes with five GPUs in use: a 4-core pod leaves 31 cores on one (its three
+  // free GPUs want 30) and 29 on the other. Both reach the same CPU thresholds of the mix (10
+  // and 20 cores, before and after the pod), so only the troupe policy's share class tells them
+  // apart.
+  GpuRequest gpu_pod;
+  gpu_pod.gpus = 1;
+  gpu_pod.cpu_milli = 10000;
+  gpu_pod.models = {"NVIDIA-L4"};
+  GpuRequest cpu_only;
+  cpu_only.gpus = 0;
+  cpu_only.cpu_milli = 20000;
+  const RequestMix mix = RequestMix::fromRequests({gpu_pod, cpu_only}, 0.95, 30.0);
+  REQUIRE(mix.cpuTight());
+  TopologyCatalog catalog;
+  std::vector<NodeState> states;
+  for (int64_t used : {61000, 63000}) {
+    NodeFacts facts = gpuNode("n-" + std::to_string(used), 8, "NVIDIA-L4");
+    facts.cpu = "96";
+    auto info = troupe::model::nodeFromFacts(facts, catalog);
+    REQUIRE(info.isOk());
+    states.emplace_back(std::move(info).value());
+    Allocation a;
+    a.pod_uid = "held-" + std::to_string(used);
+    a.gpus = {0, 1, 2, 3, 4};
+    a.cpu_milli = used;
+    REQUIRE(states.back().add(a).isOk());
+  }
+  GpuRequest req;
+  req.gpus = 0;
+  req.cpu_milli = 4000;
+  const PolicyConfig policy = troupe::sched::builtinPolicies().create("troupe", {}).value();
+  const ScoreContext context{&mix, nullptr};
+  const double roomy = policy->rankValue(states[0], req, context);
+  const double starved = policy->rankValue(states[1], req, context);
+  REQUIRE(roomy > starved);
+  SharedNodeValues shared(*policy, req, context);
+  CHECK(sameBits(shared.value(states[0]), roomy));
+  CHECK(sameBits(shared.value(states[1]), starved));
 }
