@@ -12,9 +12,18 @@ A point is an axis and a value of tools/derive_workload.py:
   cpu F       F x the list's CPU-only pods (0 = none)
   gpuspec S   S (0..1) of the GPU pods are constrained to GPU models (gpu_spec)
   default     the pod list itself, unchanged
+  mixed       several axes at once, e.g. mixed:cpu=2.1,gpuspec=0.2 (derive_workload.py applies
+              them in its own order: multigpu, gpushare, cpu, gpuspec)
 The default points are: default; multigpu 0.1..0.5; gpushare 0.2..1.0; cpu 0, 0.5, 2, 3;
 gpuspec 0.05, 0.1, 0.2, 0.33. --points overrides them: space- or ';'-separated items, each
-"default" or AXIS=V1,V2,... e.g. --points "default multigpu=0.2,0.4 cpu=0".
+"default", AXIS=V1,V2,... or mixed:AXIS=V,AXIS=V,... e.g. --points "default multigpu=0.2,0.4 cpu=0"
+(--points "" with --random N: the random points only).
+
+--random N adds N mixed points drawn with --random-seed S (default 1): the CPU-only pods 0-3x
+the list's, and each of the others with some chance: GPU pods constrained to models (half the
+points, 2-33%), GPU sharing (a third, 20-100%) and multi-GPU pods (a third, 10-50% of the GPU
+request). The axes' single-valued points vary one thing at a time; these are held-out
+combinations that nothing was tuned on. A seed always draws the same points.
 
 Run i (1..N) of a point replays the workload derived with generator seed i, shuffled with the
 replay seed 41+i: 'troupe simulate --pods W --first-seed 41+i --seeds 1 --json --threads 1'. So
@@ -30,7 +39,9 @@ Outputs in --out DIR:
              ((troupe - fgd) / fgd) and the runs where troupe <= fgd; last row: the average
              relative difference and the points where troupe <= fgd
   sweep.svg  one panel per axis: unallocated GPU % at 100% against the axis value, one line per
-             policy with sd error bars (the default point sits at the pod list's own value)
+             policy with sd error bars (the default point sits at the pod list's own value);
+             not written when every point is mixed
+  mixed.svg  with mixed points, troupe and fgd: (troupe - fgd) / fgd per mixed point, sorted
 
 --cache DIR keeps each (point, run, policy) result as a JSON file, keyed by the node list, the
 content of the run's workload, the replay seed and the policy. A re-run derives the workloads
@@ -47,6 +58,7 @@ import hashlib
 import json
 import math
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -82,7 +94,60 @@ def fail(message, code=2):
 
 
 def fmt_value(v):
-    return "%g" % v
+    """A number as %g; a mixed point's value (already text) as it is."""
+    return v if isinstance(v, str) else "%g" % v
+
+
+def axis_range(axis):
+    return 10.0 if axis == "cpu" else 1.0
+
+
+def mixed_value(pairs):
+    """{axis: value} -> the mixed point's canonical text, axes in AXES order: 'cpu=2.1,gpuspec=0.2'."""
+    return ",".join(f"{axis}={fmt_value(pairs[axis])}" for axis in AXES if axis in pairs)
+
+
+def mixed_pairs(value):
+    """A mixed point's text -> [(axis, number)]."""
+    return [(kv.split("=")[0], float(kv.split("=")[1])) for kv in value.split(",")]
+
+
+def parse_mixed(item):
+    """'mixed:cpu=2.1,gpuspec=0.2' -> ("mixed", "cpu=2.1,gpuspec=0.2")."""
+    pairs = {}
+    for kv in item[len("mixed:"):].split(","):
+        axis, sep, text = kv.partition("=")
+        if not sep or axis not in AXES:
+            raise UsageError(f"--points: '{kv}' in '{item}' is not AXIS=V with AXIS one of {', '.join(AXES)}")
+        if axis in pairs:
+            raise UsageError(f"--points: '{item}' gives {axis} twice")
+        try:
+            v = float(text)
+        except ValueError:
+            raise UsageError(f"--points: '{text}' in '{item}' is not a number") from None
+        if not 0.0 <= v <= axis_range(axis):
+            raise UsageError(f"--points: {axis}={text} in '{item}' is out of range; give 0 to "
+                             f"{fmt_value(axis_range(axis))}")
+        pairs[axis] = v
+    return ("mixed", mixed_value(pairs))
+
+
+def random_points(count, seed):
+    """`count` mixed points drawn with `seed` (the --help says how)."""
+    rng = random.Random(seed)
+    points = []
+    while len(points) < count:
+        pairs = {"cpu": round(rng.uniform(0.0, 3.0), 2)}
+        if rng.random() < 0.5:
+            pairs["gpuspec"] = round(rng.uniform(0.02, 0.33), 2)
+        if rng.random() < 1 / 3:
+            pairs["gpushare"] = round(rng.uniform(0.2, 1.0), 2)
+        if rng.random() < 1 / 3:
+            pairs["multigpu"] = round(rng.uniform(0.1, 0.5), 2)
+        point = ("mixed", mixed_value(pairs))
+        if point not in points:
+            points.append(point)
+    return points
 
 
 def parse_points(spec):
@@ -92,6 +157,9 @@ def parse_points(spec):
         if item == "default":
             points.append(("default", None))
             continue
+        if item.startswith("mixed:"):
+            points.append(parse_mixed(item))
+            continue
         axis, sep, values = item.partition("=")
         if not sep or axis not in AXES:
             raise UsageError(f"--points: '{item}' is not 'default' or AXIS=V1,V2 with AXIS one of {', '.join(AXES)}")
@@ -100,14 +168,18 @@ def parse_points(spec):
                 v = float(text)
             except ValueError:
                 raise UsageError(f"--points: '{text}' in '{item}' is not a number") from None
-            hi = 10.0 if axis == "cpu" else 1.0
+            hi = axis_range(axis)
             if not 0.0 <= v <= hi:
                 raise UsageError(f"--points: {axis}={text} is out of range; give 0 to {fmt_value(hi)}")
             points.append((axis, v))
+    return points
+
+
+def check_points(points):
     if not points:
         raise UsageError("--points: no point given; e.g. --points 'default multigpu=0.2'")
     if len(set(points)) != len(points):
-        raise UsageError("--points: a point is given twice")
+        raise UsageError("--points: a point is given twice (--random may draw one --points names)")
     return points
 
 
@@ -150,6 +222,11 @@ def natural_values(pods):
     }
 
 
+def file_part(value):
+    """A point's value as part of a file name: 'cpu=2.1,gpuspec=0.2' -> 'cpu2.1_gpuspec0.2'."""
+    return fmt_value(value).replace("=", "").replace(",", "_")
+
+
 class Sweep:
     def __init__(self, args):
         self.args = args
@@ -167,7 +244,7 @@ class Sweep:
         key = {"version": CACHE_VERSION, "nodes": self.nodes_hash, "workload": workload_hash,
                "replay_seed": rseed, "policy": policy}
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-        name = f"{axis}" + (f"-{fmt_value(value)}" if value is not None else "") + f"-run{run}-{digest}.json"
+        name = f"{axis}" + (f"-{file_part(value)}" if value is not None else "") + f"-run{run}-{digest}.json"
         return os.path.join(self.args.cache, policy, name)
 
     def cached(self, path):
@@ -184,9 +261,10 @@ class Sweep:
         """The run's workload file and the hash of its content."""
         if axis == "default":
             return self.args.pods, file_hash(self.args.pods)
-        path = os.path.join(workdir, f"{axis}-{fmt_value(value)}-seed{run}.csv")
+        path = os.path.join(workdir, f"{axis}-{file_part(value)}-seed{run}.csv")
         cmd = [sys.executable, DERIVE, "--pods", self.args.pods, "--nodes", self.args.nodes, "--seed", str(run)]
-        cmd += [f"--{axis}", fmt_value(value)]
+        for a, v in (mixed_pairs(value) if axis == "mixed" else [(axis, value)]):
+            cmd += [f"--{a}", fmt_value(v)]
         with open(path, "w") as out:
             r = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, text=True)
         if r.returncode != 0:
@@ -414,6 +492,11 @@ def write_table(path, points, runs, policies, stats, compare, compare130, floors
         lines.append("| " + " | ".join(cells) + " |")
         lines += ["", f"At 100% arrived: {headline(points, runs, compare)}.",
                   f"At 130% arrived (runs.csv): {headline(points, runs, compare130)}."]
+        mixed = [pt for pt in points if pt[0] == "mixed"]
+        single = [pt for pt in points if pt[0] != "mixed"]
+        if mixed and single:
+            lines += [f"The axes' points alone, at 100%: {headline(single, runs, compare)}.",
+                      f"The mixed points alone, at 100%: {headline(mixed, runs, compare)}."]
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -443,16 +526,26 @@ def esc(s):
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def svg_head(width, height, font_size, title_size, title):
+    """The opening lines of a plot: the svg element, a white background and the title."""
+    return [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="{font_size}">',
+            f'<rect width="{width}" height="{height}" fill="white"/>',
+            f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="{title_size}">{esc(title)}</text>']
+
+
+def svg_write(path, lines):
+    with open(path, "w") as f:
+        f.write("\n".join(lines + ["</svg>"]) + "\n")
+
+
 def write_svg(path, points, runs, policies, stats, natural, floors=None):
     width, pw, ph = 900, 380, 250  # panel plot area
     left, top, gap_x, gap_y = 62, 50, 80, 95
     legend_y = top + 2 * ph + gap_y + 72
     height = legend_y + 30
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
-           f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="15">Unallocated GPUs at 100% arrived '
-           f'(mean ± sd over {runs} runs; lower is better)</text>']
+    out = svg_head(width, height, 12, 15, f"Unallocated GPUs at 100% arrived (mean ± sd over {runs} runs; "
+                   f"lower is better)")
     default = ("default", None) if ("default", None) in points else None
     for k, axis in enumerate(AXES):
         ox = left + (k % 2) * (pw + gap_x)
@@ -533,9 +626,38 @@ def write_svg(path, points, runs, policies, stats, natural, floors=None):
         out.append(f'<line x1="{x:.1f}" x2="{x + 22:.1f}" y1="{legend_y}" y2="{legend_y}" stroke="{color}" '
                    f'stroke-width="3"/>')
         out.append(f'<text x="{x + 28:.1f}" y="{legend_y + 4}">{esc(p)}</text>')
-    out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+    svg_write(path, out)
+
+
+def write_mixed_svg(path, points, runs, compare):
+    """One bar per mixed point: (troupe - fgd) / fgd in %, sorted; below zero troupe leaves fewer
+    GPUs idle."""
+    rows = sorted(((compare[pt][0], pt[1]) for pt in points), key=lambda r: r[0])
+    bar, left, right, top = 16, 390, 40, 50
+    width = 900
+    height = top + bar * len(rows) + 60
+    lo = min(0.0, min(r[0] for r in rows))
+    hi = max(0.0, max(r[0] for r in rows))
+    ticks = nice_ticks(lo, hi)
+    t0, t1 = ticks[0], ticks[-1] if ticks[-1] > ticks[0] else ticks[0] + 1
+
+    def sx(x):
+        return left + (x - t0) / (t1 - t0) * (width - left - right)
+
+    out = svg_head(width, height, 11, 14, f"troupe against fgd on mixed points: (troupe - fgd) / fgd, % "
+                   f"unallocated at 100% arrived ({runs} runs each; left is better)")
+    for t in ticks:
+        out.append(f'<line x1="{sx(t):.1f}" x2="{sx(t):.1f}" y1="{top}" y2="{top + bar * len(rows)}" '
+                   f'stroke="{"#999" if t == 0 else "#eee"}"/>')
+        out.append(f'<text x="{sx(t):.1f}" y="{top + bar * len(rows) + 16}" text-anchor="middle">{t:g}%</text>')
+    for i, (rel, label) in enumerate(rows):
+        y = top + i * bar
+        x0, x1 = sorted((sx(0.0), sx(rel)))
+        color = COLORS[KNOWN_POLICIES.index("troupe")] if rel > 0 else COLORS[KNOWN_POLICIES.index("fgd")]
+        out.append(f'<rect x="{x0:.1f}" y="{y + 2}" width="{max(x1 - x0, 0.5):.1f}" height="{bar - 4}" '
+                   f'fill="{color}"/>')
+        out.append(f'<text x="{left - 6}" y="{y + bar - 4}" text-anchor="end">{esc(label)}</text>')
+    svg_write(path, out)
 
 
 def parse_args(argv):
@@ -543,6 +665,8 @@ def parse_args(argv):
     ap.add_argument("--out", required=True, help="folder for runs.csv, table.md and sweep.svg (created)")
     ap.add_argument("--cache", help="folder of cached run results (created); without it nothing is reused")
     ap.add_argument("--points", default=DEFAULT_POINTS, help="the points, e.g. 'default multigpu=0.2,0.4 cpu=0'")
+    ap.add_argument("--random", default="0", help="add N mixed points drawn over all four axes (default 0)")
+    ap.add_argument("--random-seed", default="1", help="the seed --random draws with (default 1)")
     ap.add_argument("--runs", default="10", help="runs per point (default 10)")
     ap.add_argument("--policy", default=",".join(ALL_POLICIES), help="comma-separated policies (default: "
                     + ",".join(ALL_POLICIES) + ")")
@@ -555,7 +679,8 @@ def parse_args(argv):
     ap.add_argument("--pods", default=os.path.join(TRACE, "openb_pod_list_default.csv"),
                     help="openb pod list the points derive from (default: the default pod list there)")
     a = ap.parse_args(argv)
-    for flag, attr, lo in (("--runs", "runs", 1), ("--jobs", "jobs", 1)):
+    for flag, attr, lo in (("--runs", "runs", 1), ("--jobs", "jobs", 1), ("--random", "random", 0),
+                           ("--random-seed", "random_seed", 0)):
         try:
             setattr(a, attr, int(getattr(a, attr)))
         except ValueError:
@@ -567,7 +692,7 @@ def parse_args(argv):
     for p in a.recompute:
         if p not in a.policy:
             raise UsageError(f"--recompute: {p} is not in --policy ({','.join(a.policy)})")
-    a.points = parse_points(a.points)
+    a.points = check_points(parse_points(a.points) + random_points(a.random, a.random_seed))
     for flag, path in (("--nodes", a.nodes), ("--pods", a.pods)):
         if not os.path.isfile(path):
             raise UsageError(f"{flag} {path}: no such file; pass an openb CSV (docs/placement-quality.md says "
@@ -602,9 +727,16 @@ def main(argv):
     _, compare130 = summarize(a.points, a.runs, a.policy, results, at=1)
     floors = floor_stats(a.points, a.runs, a.policy, results)
     write_table(os.path.join(a.out, "table.md"), a.points, a.runs, a.policy, stats, compare, compare130, floors)
-    write_svg(os.path.join(a.out, "sweep.svg"), a.points, a.runs, a.policy, stats, natural, floors)
+    written = "runs.csv, table.md"
+    if any(pt[0] != "mixed" for pt in a.points):  # its panels are the single axes
+        write_svg(os.path.join(a.out, "sweep.svg"), a.points, a.runs, a.policy, stats, natural, floors)
+        written += ", sweep.svg"
+    mixed = [pt for pt in a.points if pt[0] == "mixed"]
+    if mixed and compare:
+        write_mixed_svg(os.path.join(a.out, "mixed.svg"), mixed, a.runs, compare)
+        written += ", mixed.svg"
     sys.stderr.write(f"sweep: {sweep.simulate_calls} simulate calls in {time.monotonic() - t0:.0f} s; wrote "
-                     f"{a.out}/runs.csv, table.md, sweep.svg\n")
+                     f"{a.out}/{written}\n")
     if compare:
         sys.stderr.write(f"sweep: at 100% arrived, {headline(a.points, a.runs, compare)}\n")
 

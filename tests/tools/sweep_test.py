@@ -266,6 +266,13 @@ class SweepTest(unittest.TestCase):
             (["--points", "gpushare=1.5"], "--points"),
             (["--points", "cpu=two"], "--points"),
             (["--points", "cpu=1 cpu=1"], "--points"),
+            (["--points", "mixed:cpu=2,cpu=3"], "--points"),
+            (["--points", "mixed:shards=1,cpu=2"], "--points"),
+            (["--points", "mixed:gpuspec=2"], "--points"),
+            (["--points", "mixed:cpu=two"], "--points"),
+            (["--points", "", "--random", "0"], "--points"),
+            (["--random", "-1"], "--random"),
+            (["--random", "many"], "--random"),
             (["--nodes", os.path.join(self.dir, "missing.csv")], "--nodes"),
             (["--troupe", os.path.join(self.dir, "no-troupe")], "--troupe"),
         ):
@@ -278,6 +285,54 @@ class SweepTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0)
         for words in ("41+i", "--recompute", "runs.csv", "sweep.svg"):
             self.assertIn(words, r.stdout)
+
+    def test_mixed_and_random_points(self):
+        """A mixed point derives its workload with every flag it names, random points are drawn the
+        same for a seed and within their ranges, and the table, CSV and mixed.svg carry them."""
+        sys.path.insert(0, os.path.join(ROOT, "tools"))
+        import sweep as tool  # noqa: E402 (the tool's own drawing, to compare with its output)
+
+        drawn = tool.random_points(6, 3)
+        self.assertEqual(drawn, tool.random_points(6, 3))
+        self.assertNotEqual(drawn, tool.random_points(6, 4))
+        for axis, value in drawn:
+            self.assertEqual(axis, "mixed")
+            pairs = dict(tool.mixed_pairs(value))
+            self.assertIn("cpu", pairs)
+            self.assertTrue(0 <= pairs["cpu"] <= 3)
+            self.assertTrue(0.02 <= pairs.get("gpuspec", 0.1) <= 0.33)
+            self.assertTrue(0.2 <= pairs.get("gpushare", 0.5) <= 1.0)
+            self.assertTrue(0.1 <= pairs.get("multigpu", 0.2) <= 0.5)
+        r = self.sweep("--points", "cpu=0.5 mixed:gpushare=0.5,cpu=2", "--random", "2", "--random-seed", "3",
+                       "--policy", "troupe,fgd")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        points = [("mixed", "gpushare=0.5,cpu=2")] + tool.random_points(2, 3)
+        rows = self.runs_csv()
+        for _, value in points:
+            got = [row for row in rows if row["axis"] == "mixed" and row["value"] == value]
+            self.assertEqual(len(got), 2 * 2, value)  # 2 runs x 2 policies
+        # Run 1 of the named mixed point is derive_workload.py with both flags and seed 1.
+        derive = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "derive_workload.py"), "--pods", PODS,
+                                 "--nodes", NODES, "--seed", "1", "--cpu", "2", "--gpushare", "0.5"],
+                                capture_output=True, check=True)
+        want = hashlib.sha256(derive.stdout).hexdigest()
+        self.assertIn(want, [c["pods_sha"] for c in self.calls() if c["argv"][c["argv"].index("--first-seed") + 1] == "42"])
+        only_cpu = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "derive_workload.py"), "--pods", PODS,
+                                   "--nodes", NODES, "--seed", "1", "--cpu", "2"], capture_output=True, check=True)
+        self.assertNotEqual(hashlib.sha256(only_cpu.stdout).hexdigest(), want)
+        table = parse_table(os.path.join(self.out, "table.md"))
+        for _, value in points:
+            self.assertIn(("mixed", value), table)
+        with open(os.path.join(self.out, "table.md")) as f:
+            text = f.read()
+        self.assertIn("The mixed points alone, at 100%: troupe ≤ fgd at", text)
+        self.assertIn("The axes' points alone, at 100%: troupe ≤ fgd at", text)
+        svg = ET.parse(os.path.join(self.out, "mixed.svg")).getroot()
+        ns = "{http://www.w3.org/2000/svg}"
+        labels = [t.text for t in svg.iter(ns + "text")]
+        for _, value in points:
+            self.assertIn(value, labels)
+        self.assertEqual(len([b for b in svg.iter(ns + "rect") if b.get("fill") != "white"]), len(points))
 
     def test_floor_column(self):
         r = self.sweep("--cache", self.cache, "--policy", "troupe,fgd")
