@@ -231,7 +231,7 @@ Status NodeState::add(const Allocation& a) {
     updateFreeBit(g);
   }
   unknown_held_ += a.unknown_gpus;
-  if (!a.gpus.empty() || a.unknown_gpus > 0) ++gpu_pods_;
+  if (a.holdsGpus()) ++gpu_pods_;
   cpu_used_ += a.cpu_milli;
   memory_used_ += a.memory_bytes;
   allocations_.emplace(a.pod_uid, a);
@@ -249,7 +249,7 @@ bool NodeState::remove(const std::string& pod_uid) {
     updateFreeBit(g);
   }
   unknown_held_ -= a.unknown_gpus;
-  if (!a.gpus.empty() || a.unknown_gpus > 0) --gpu_pods_;
+  if (a.holdsGpus()) --gpu_pods_;
   cpu_used_ -= a.cpu_milli;
   memory_used_ -= a.memory_bytes;
   allocations_.erase(it);

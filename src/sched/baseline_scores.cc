@@ -10,10 +10,6 @@ namespace {
 using model::kMilliPerGpu;
 using model::NodeState;
 
-int64_t gpuLeft(const NodeState& node) {
-  return static_cast<int64_t>(node.gpuCount()) * kMilliPerGpu - node.usedMilliTotal();
-}
-
 int64_t cpuLeftOf(const NodeState& node) { return node.info().cpu_milli - node.cpuUsed(); }
 
 // The GPU-pod kind GPU-clustering groups by: 0 = sharing, else the whole-GPU count.
@@ -23,14 +19,14 @@ int kindOf(int gpus, int64_t milli) { return gpus == 1 && milli < kMilliPerGpu ?
 
 int64_t bestFitScore(const NodeState& node, const GpuRequest& req) {
   const double cpu = static_cast<double>(cpuLeftOf(node) - req.cpu_milli) / kBaselineMaxCpuMilli;
-  const double gpu = static_cast<double>(gpuLeft(node) - req.totalMilli()) / kBaselineMaxGpuMilli;
+  const double gpu = static_cast<double>(node.freeMilliTotal() - req.totalMilli()) / kBaselineMaxGpuMilli;
   return static_cast<int64_t>(100 * (1 - (0.5 * cpu + 0.5 * gpu)));
 }
 
 int64_t dotProductScore(const NodeState& node, const GpuRequest& req) {
   const double cpu = static_cast<double>(cpuLeftOf(node)) / kBaselineMaxCpuMilli *
                      (static_cast<double>(req.cpu_milli) / kBaselineMaxCpuMilli);
-  const double gpu = static_cast<double>(gpuLeft(node)) / kBaselineMaxGpuMilli *
+  const double gpu = static_cast<double>(node.freeMilliTotal()) / kBaselineMaxGpuMilli *
                      (static_cast<double>(req.totalMilli()) / kBaselineMaxGpuMilli);
   return static_cast<int64_t>(100 * (1 - (cpu + gpu) / 2));
 }
@@ -67,7 +63,7 @@ int64_t gpuClusteringScore(const NodeState& node, const GpuRequest& req) {
   }
   const int64_t band = same ? (other ? 50 : 75) : (other ? 0 : 25);
   const int64_t capacity = kBaselineMaxGpuMilli;
-  return band + 25 * (capacity - gpuLeft(node)) / capacity;
+  return band + 25 * (capacity - node.freeMilliTotal()) / capacity;
 }
 
 int64_t kubeDefaultScore(const NodeState& node, const GpuRequest& req) {

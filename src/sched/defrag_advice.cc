@@ -240,7 +240,7 @@ class Planner {
         const model::NodeState& n = at(j);
         if (!usable(n) || findMisfit(n, req) != Misfit::kNone) continue;
         // The fullest node first: emptier nodes stay free for what waits (a gang's next member).
-        const int64_t free = n.gpuCount() * model::kMilliPerGpu - n.usedMilliTotal();
+        const int64_t free = n.freeMilliTotal();
         if (best && free > best_free) continue;
         NodeScore s = in_.policy->score(n, req, in_.context);
         if (static_cast<int>(s.placement.gpus.size()) != req.gpus) continue;

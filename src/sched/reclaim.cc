@@ -383,7 +383,7 @@ class Planner {
                                                       const std::vector<const Unit*>& units) {
     int64_t free_now = 0;
     for (const model::NodeState* n : input_.nodes) {
-      if (!n->info().unschedulable) free_now += n->gpuCount() * model::kMilliPerGpu - n->usedMilliTotal();
+      if (!n->info().unschedulable) free_now += n->freeMilliTotal();
     }
     std::vector<const Unit*> chosen;
     Taken taken;

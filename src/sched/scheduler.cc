@@ -301,7 +301,7 @@ ModelPressure Scheduler::modelPressureLocked(const RequestMix& mix) const {
     auto it = std::find_if(free_by_product.begin(), free_by_product.end(),
                            [&](const auto& p) { return p.first == product; });
     if (it == free_by_product.end()) it = free_by_product.insert(free_by_product.end(), {product, 0});
-    it->second += static_cast<int64_t>(node.gpuCount()) * model::kMilliPerGpu - node.usedMilliTotal();
+    it->second += node.freeMilliTotal();
     return true;
   });
   return ModelPressure::compute(mix, free_by_product);

@@ -99,6 +99,8 @@ struct Allocation {
   int64_t memory_bytes = 0;
   double topology_quality = 1.0;  // of the GPU set when Troupe chose it (1 = best possible)
   std::string gang;               // the gang key of a member, "" otherwise
+
+  bool holdsGpus() const { return !gpus.empty() || unknown_gpus > 0; }
 };
 
 // A node and its allocations. Not thread-safe: the Scheduler guards it.
@@ -122,6 +124,7 @@ class NodeState {
   int wholeFreeCount() const;
   int unknownHeld() const { return unknown_held_; }
   int64_t usedMilliTotal() const;
+  int64_t freeMilliTotal() const { return int64_t{gpuCount()} * kMilliPerGpu - usedMilliTotal(); }
   int64_t cpuUsed() const { return cpu_used_; }
   int64_t memoryUsed() const { return memory_used_; }
   int podCount() const { return static_cast<int>(allocations_.size()); }

@@ -28,6 +28,7 @@
 #include <string>
 
 #include "troupe/model/gpu_selection.h"
+#include "troupe/sched/fragmentation.h"
 #include "troupe/sched/node_scoring.h"
 #include "troupe/sched/policy_registry.h"
 
@@ -80,10 +81,7 @@ class TroupePolicy final : public Policy {
   }
 
   uint32_t shareClass(const NodeState& node, const GpuRequest& req, const ScoreContext& ctx) const override {
-    if (!req.wantsGpus()) {
-      const bool guarded = ctx.mix != nullptr && ctx.mix->cpuTight() && guardsFreeGpuCpu(*ctx.mix);
-      return guarded && starvesFreeGpus(node, req, *ctx.mix) ? 1 : 0;
-    }
+    if (!req.wantsGpus()) return guardsFreeGpuCpu(ctx) && starvesFreeGpus(node, req, *ctx.mix) ? 1 : 0;
     if (!balanceApplies(ctx) || node.usedMilliTotal() == 0) return 0;
     return 1 + static_cast<uint32_t>(cpuLeftPercentAfter(node, req));
   }
@@ -112,7 +110,7 @@ class TroupePolicy final : public Policy {
         // CPU-only pods pile up where GPUs are in use, keeping CPU beside the free GPUs.
         const double in_use = capacity > 0 ? static_cast<double>(node.usedMilliTotal()) / capacity : 1.0;
         const double fill = 0.9 * in_use + 0.1 * smallFirst(node);
-        if (!guardsFreeGpuCpu(*ctx.mix)) return fill;
+        if (!guardsFreeGpuCpu(ctx)) return fill;
         return starvesFreeGpus(node, req, *ctx.mix) ? 0.5 * fill : 0.5 + 0.5 * fill;
       }
       const bool all_taken = node.usedMilliTotal() >= capacity;
@@ -131,15 +129,17 @@ class TroupePolicy final : public Policy {
   // pods constrained: 11-14% unallocated against FGD's 5-8%; one run at 90% arrived had 684 free
   // G2 GPUs with 2.6 cores each beside 13,000 idle T4 cores). Then a node a CPU-only pod would
   // starve comes after every node it would not. Without constrained requests the guard costs
-  // (2x: 4.88% -> 5.28%), so it is off there.
-  static bool guardsFreeGpuCpu(const RequestMix& mix) { return !mix.constrained().empty(); }
+  // (2x: 4.88% -> 5.28%), so it is off there. Only CPU-tight mixes have the rule it guards.
+  static bool guardsFreeGpuCpu(const ScoreContext& ctx) {
+    return ctx.mix != nullptr && ctx.mix->cpuTight() && !ctx.mix->constrained().empty();
+  }
 
   // True when the CPU left after `req` is less than the node's free GPUs will want, at the mix's
   // GPU requests' CPU per GPU.
   static bool starvesFreeGpus(const NodeState& node, const GpuRequest& req, const RequestMix& mix) {
-    const int64_t free_milli = int64_t{node.gpuCount()} * model::kMilliPerGpu - node.usedMilliTotal();
+    const int64_t free_milli = node.freeMilliTotal();
     if (free_milli <= 0 || node.info().cpu_milli <= 0) return false;
-    const double left = static_cast<double>(node.info().cpu_milli - node.cpuUsed() - req.cpu_milli);
+    const double left = static_cast<double>(cpuLeft(node) - req.cpu_milli);
     return left < static_cast<double>(free_milli) * mix.gpuPodsCpuPerGpu();
   }
 
