@@ -109,7 +109,20 @@ def mixed_value(pairs):
 
 def mixed_pairs(value):
     """A mixed point's text -> [(axis, number)]."""
-    return [(kv.split("=")[0], float(kv.split("=")[1])) for kv in value.split(",")]
+    return [(axis, float(text)) for axis, _, text in (kv.partition("=") for kv in value.split(","))]
+
+
+def parse_value(axis, text, item, where=""):
+    """One value of `axis` from --points, checked against the axis's range; `where` names the
+    mixed point it sits in."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise UsageError(f"--points: '{text}' in '{item}' is not a number") from None
+    hi = axis_range(axis)
+    if not 0.0 <= v <= hi:
+        raise UsageError(f"--points: {axis}={text}{where} is out of range; give 0 to {fmt_value(hi)}")
+    return v
 
 
 def parse_mixed(item):
@@ -121,14 +134,7 @@ def parse_mixed(item):
             raise UsageError(f"--points: '{kv}' in '{item}' is not AXIS=V with AXIS one of {', '.join(AXES)}")
         if axis in pairs:
             raise UsageError(f"--points: '{item}' gives {axis} twice")
-        try:
-            v = float(text)
-        except ValueError:
-            raise UsageError(f"--points: '{text}' in '{item}' is not a number") from None
-        if not 0.0 <= v <= axis_range(axis):
-            raise UsageError(f"--points: {axis}={text} in '{item}' is out of range; give 0 to "
-                             f"{fmt_value(axis_range(axis))}")
-        pairs[axis] = v
+        pairs[axis] = parse_value(axis, text, item, f" in '{item}'")
     return ("mixed", mixed_value(pairs))
 
 
@@ -164,14 +170,7 @@ def parse_points(spec):
         if not sep or axis not in AXES:
             raise UsageError(f"--points: '{item}' is not 'default' or AXIS=V1,V2 with AXIS one of {', '.join(AXES)}")
         for text in values.split(","):
-            try:
-                v = float(text)
-            except ValueError:
-                raise UsageError(f"--points: '{text}' in '{item}' is not a number") from None
-            hi = axis_range(axis)
-            if not 0.0 <= v <= hi:
-                raise UsageError(f"--points: {axis}={text} is out of range; give 0 to {fmt_value(hi)}")
-            points.append((axis, v))
+            points.append((axis, parse_value(axis, text, item)))
     return points
 
 
