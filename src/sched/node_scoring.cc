@@ -25,7 +25,7 @@ double fragOf(const ScoreContext& ctx, const RequestMix& mix, const std::string&
 }  // namespace
 
 FragEval evalFragmentation(const NodeState& node, const GpuRequest& req, const ScoreContext& ctx,
-                           uint64_t taken) {
+                           uint64_t taken, double waste_weight) {
   const RequestMix& mix = ctx.mix ? *ctx.mix : RequestMix::defaults();
   const std::string& product = node.info().gpu_product;
   // Without a memo, the access bits: on the stack up to 256 typical requests.
@@ -53,7 +53,11 @@ FragEval evalFragmentation(const NodeState& node, const GpuRequest& req, const S
       free[g] -= req.milli_per_gpu;
       const double after = fragOf(ctx, mix, product, access, cpu - req.cpu_milli, free);
       free[g] += req.milli_per_gpu;
-      const int points = fgdScore(before, after);
+      const double waste =
+          waste_weight > 0
+              ? waste_weight * (mix.fragmentWaste(free[g] - req.milli_per_gpu) - mix.fragmentWaste(free[g]))
+              : 0.0;
+      const int points = fgdScore(before, after + waste);
       if (best.gpu < 0 || points > best.points) best = {points, after - before, static_cast<int>(g)};
     }
     return best;

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "troupe/common/strings.h"
+#include "troupe/model/node.h"
 
 namespace troupe::sched {
 namespace {
@@ -52,6 +53,7 @@ RequestMix RequestMix::fromRequests(const std::vector<GpuRequest>& requests, dou
   mix.cpu_per_gpu_ = gpu > 0 ? cpu / gpu : 0.0;
   mix.gpu_pods_cpu_per_gpu_ = gpu > 0 ? gpu_pods_cpu / gpu : 0.0;
   mix.setLoads(cluster_cpu_per_gpu);
+  mix.setWaste();
   // The constrained requests' share of the GPU request, per list of models.
   std::map<std::string, std::pair<int64_t, const GpuRequest*>> by_list;
   int64_t gpu_total = 0, sharing = 0;
@@ -87,6 +89,26 @@ void RequestMix::setLoads(double cluster_cpu_per_gpu) {
   gpu_pods_cpu_load_ = cluster_cpu_per_gpu > 0 ? gpu_pods_cpu_per_gpu_ / cluster_cpu_per_gpu : 0.0;
 }
 
+void RequestMix::setWaste() {
+  // waste(f) = f where no typical one-GPU request fits in f; else the mean of waste(f - m) over
+  // the requests that fit, m their milli-GPU per GPU, weighted by how often the mix asks each.
+  waste_.assign(static_cast<size_t>(model::kMilliPerGpu) + 1, 0.0);
+  for (int64_t f = 1; f <= model::kMilliPerGpu; ++f) {
+    double weight = 0, sum = 0;
+    for (const TypicalRequest& t : entries_) {
+      if (t.gpus != 1 || t.milli_per_gpu > f || t.milli_per_gpu <= 0) continue;
+      weight += t.probability;
+      sum += t.probability * waste_[static_cast<size_t>(f - t.milli_per_gpu)];
+    }
+    waste_[static_cast<size_t>(f)] = weight > 0 ? sum / weight : static_cast<double>(f);
+  }
+}
+
+double RequestMix::fragmentWaste(int64_t free_milli) const {
+  if (waste_.empty()) return 0.0;
+  return waste_[static_cast<size_t>(std::clamp<int64_t>(free_milli, 0, model::kMilliPerGpu))];
+}
+
 const RequestMix& RequestMix::defaults() {
   static const RequestMix mix = [] {
     RequestMix m;
@@ -95,6 +117,7 @@ const RequestMix& RequestMix::defaults() {
          {std::tuple{1, 1000, 0.4}, {2, 1000, 0.15}, {4, 1000, 0.1}, {8, 1000, 0.1}, {1, 500, 0.25}}) {
       m.entries_.push_back({0, milli, gpus, {}, p});
     }
+    m.setWaste();
     return m;
   }();
   return mix;

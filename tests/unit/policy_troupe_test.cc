@@ -5,6 +5,7 @@
 
 #include "policy_test_support.h"
 #include "troupe/model/gpu_selection.h"
+#include "troupe/sched/fragmentation.h"
 #include "troupe/sched/node_scoring.h"
 
 namespace {
@@ -26,6 +27,42 @@ TEST_CASE("troupe: a share goes where it removes a fragment, even on the bigger 
   CHECK(c.best(*policy, tt::request(1, 500), context) == "big");
   // ... on the half-used GPU, which it fills.
   CHECK(policy->score(big, tt::request(1, 500), context).placement.gpus == std::vector<int>{3});
+}
+
+TEST_CASE(
+    "troupe: a share takes the GPU part whose rest later shares fill, where FGD's next-request view differs",
+    "[policy][troupe]") {
+  tt::SmallCluster c;
+  troupe::model::NodeState& node = c.add("n", 2);
+  tt::SmallCluster::use(node, {0}, 230);  // GPU 0: 770 milli free
+  tt::SmallCluster::use(node, {1}, 470);  // GPU 1: 530 milli free
+  // Whole GPUs and the trace's common shares of 810, 650, 470, 320 and 230 milli.
+  std::vector<troupe::sched::GpuRequest> reqs;
+  for (auto [milli, count] : {std::pair{1000, 2}, {810, 2}, {650, 1}, {470, 1}, {320, 2}, {230, 1}}) {
+    for (int i = 0; i < count; ++i) reqs.push_back(tt::request(1, milli));
+  }
+  const RequestMix mix = RequestMix::fromRequests(reqs, 1.0);
+  const troupe::sched::ScoreContext context{&mix, nullptr};
+  const auto share = tt::request(1, 230);
+  // FGD scores GPU 0 a point better (770 -> 540 leaves the 530 for a 470). Counting what stays
+  // unused for good, 530 -> 300 adds less waste than 770 -> 540, and troupe takes GPU 1.
+  CHECK(tt::builtin("fgd")->score(node, share, context).placement.gpus == std::vector<int>{0});
+  CHECK(mix.fragmentWaste(300) - mix.fragmentWaste(530) < mix.fragmentWaste(540) - mix.fragmentWaste(770));
+  CHECK(tt::builtin("troupe")->score(node, share, context).placement.gpus == std::vector<int>{1});
+  // The weight moves the share's points and GPU; the delta it reports stays F's own change.
+  const auto fgd_eval = troupe::sched::evalFragmentation(node, share, context, 0);
+  const auto troupe_eval = troupe::sched::evalFragmentation(node, share, context, 0, 0.2);
+  CHECK(fgd_eval.gpu == 0);
+  CHECK(troupe_eval.gpu == 1);
+  const auto access = troupe::sched::mixAccess(mix, node.info().gpu_product);
+  const int64_t cpu = troupe::sched::cpuLeft(node);
+  const std::vector<int64_t> before{770, 530}, after{770, 300};
+  CHECK(troupe_eval.delta == Approx(troupe::sched::fragmentation(mix, access, cpu, after) -
+                                    troupe::sched::fragmentation(mix, access, cpu, before)));
+  // A whole-GPU request takes whole GPUs, whose waste is the same anywhere: no weight applies.
+  troupe::model::NodeState& empty = c.add("empty", 2);
+  CHECK(troupe::sched::evalFragmentation(empty, tt::request(1), context, 1, 0.2).points ==
+        troupe::sched::evalFragmentation(empty, tt::request(1), context, 1).points);
 }
 
 TEST_CASE("troupe: among equally fragmenting nodes the pack weight puts smaller nodes first",

@@ -1,5 +1,7 @@
 // FGD's fragmentation measure and request mix, checked against hand computations.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <random>
 #include <vector>
 
 #include "troupe/model/node.h"
@@ -79,6 +81,48 @@ TEST_CASE("the fragmentation memo returns what the direct computation does") {
   CHECK(cache.get("T4", 10000, a) == direct);
   CHECK(cache.get("T4", 10000, b) == direct);
   CHECK(cache.get("T4", 500, a) == troupe::sched::fragmentation(mix, all, 500, a));
+}
+
+TEST_CASE("the request mix: a GPU part's eventual waste when the mix's one-GPU requests fill it", "[mix]") {
+  // 300-milli shares and whole GPUs, one of each: p = 0.5 each. A 2-GPU pod and a CPU-only pod
+  // change the probabilities but neither fits in one GPU's part, so the waste is the same.
+  for (const RequestMix& mix : {RequestMix::fromRequests({shape(1, 300, 0), shape(1, 1000, 0)}),
+                                RequestMix::fromRequests({shape(1, 300, 0), shape(1, 1000, 0),
+                                                          shape(2, 1000, 0), shape(0, 0, 4000)})}) {
+    CHECK(mix.fragmentWaste(0) == 0.0);
+    CHECK(mix.fragmentWaste(299) == 299.0);  // nothing fits: all of it is lost
+    CHECK(mix.fragmentWaste(300) == 0.0);    // a share fills it exactly
+    CHECK(mix.fragmentWaste(500) == 200.0);  // one share, then 200 too small for anything
+    CHECK(mix.fragmentWaste(700) == 100.0);  // two shares, then 100
+    // A whole GPU: a whole-GPU pod (nothing left) or a share, then two more (100 left): 50.
+    CHECK(mix.fragmentWaste(1000) == Approx(50.0));
+    CHECK(mix.fragmentWaste(-20) == 0.0);  // clamped to the GPU
+    CHECK(mix.fragmentWaste(1500) == mix.fragmentWaste(1000));
+  }
+  CHECK(RequestMix().fragmentWaste(500) == 0.0);  // no mix built: nothing to count
+}
+
+TEST_CASE("the request mix: eventual waste stays within the part, on random mixes", "[mix]") {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<GpuRequest> reqs;
+    const int n = std::uniform_int_distribution<int>(1, 12)(rng);
+    int64_t smallest = 1001;
+    for (int i = 0; i < n; ++i) {
+      const int gpus = std::uniform_int_distribution<int>(0, 2)(rng);
+      const int64_t milli = gpus == 1 ? std::uniform_int_distribution<int64_t>(1, 100)(rng) * 10 : 1000;
+      if (gpus == 1) smallest = std::min(smallest, milli);
+      reqs.push_back(shape(gpus, milli, std::uniform_int_distribution<int64_t>(0, 8)(rng) * 1000));
+    }
+    const RequestMix mix = RequestMix::fromRequests(reqs, 1.0);
+    for (int64_t f = 0; f <= 1000; ++f) {
+      const double w = mix.fragmentWaste(f);
+      REQUIRE(w >= 0.0);
+      REQUIRE(w <= static_cast<double>(f) + 1e-9);
+      if (f < smallest) REQUIRE(w == static_cast<double>(f));
+    }
+    if (smallest <= 1000) CHECK(mix.fragmentWaste(smallest) == 0.0);
+  }
 }
 
 TEST_CASE("FGD scores a node by its best GPU for a share") {

@@ -14,14 +14,16 @@ namespace troupe::sched {
 
 // FGD's evaluation of placing the pod: its integer score for F before and after. Sharing pods
 // try every GPU that fits and keep the best (lowest index among equal scores); other pods take
-// the GPUs in `taken` (a mask).
+// the GPUs in `taken` (a mask). With `waste_weight` > 0 (troupe), a sharing pod's score counts
+// F's change plus waste_weight x the change in the eventual waste of the GPU it takes
+// (RequestMix::fragmentWaste); `delta` stays F's change alone.
 struct FragEval {
   int points = 0;    // FGD's integer score
   double delta = 0;  // F_after - F_before, milli-GPU
   int gpu = -1;      // for sharing pods: the GPU evaluated best
 };
 FragEval evalFragmentation(const model::NodeState& node, const GpuRequest& req, const ScoreContext& context,
-                           uint64_t taken);
+                           uint64_t taken, double waste_weight = 0.0);
 
 // The FGD paper's GPU choice, described: the lowest-index free GPUs, the tightest GPU for a
 // share, none for a CPU-only pod.

@@ -63,6 +63,12 @@ class RequestMix {
   double gpuPodsCpuLoad() const { return gpu_pods_cpu_load_; }
   // The GPU requests' milli-CPU per milli-GPU (their CPU only): what a free GPU will want beside it.
   double gpuPodsCpuPerGpu() const { return gpu_pods_cpu_per_gpu_; }
+  // The part of `free_milli` (the free milli-GPU of one GPU, 0..1000) that stays unused for good
+  // when the typical one-GPU requests that fit keep landing on it, each as often as the mix asks
+  // for it, until none fits: its expected eventual waste. FGD's fragmentation counts only what
+  // the next request cannot use, so it prefers to leave 210 milli (too small for nearly every
+  // request) over 360 (that a 320-milli share later fills to 40); this counts the 210 as lost.
+  double fragmentWaste(int64_t free_milli) const;
   // CPU, not GPUs, runs out first: the typical requests ask at least kCpuBoundLoad x the CPU per
   // GPU the GPU nodes have, so every milli-CPU a placement strands counts.
   bool cpuBound() const { return cpuRegimeOf(cpu_load_) == CpuRegime::kBound; }
@@ -87,6 +93,8 @@ class RequestMix {
  private:
   // cpu_load_ and gpu_pods_cpu_load_ against the cluster's CPU per GPU (0: unknown).
   void setLoads(double cluster_cpu_per_gpu);
+  // Fills waste_ from entries_.
+  void setWaste();
 
   std::vector<TypicalRequest> entries_;
   std::vector<ConstrainedShare> constrained_;
@@ -95,6 +103,7 @@ class RequestMix {
   double cpu_load_ = 0.0;
   double gpu_pods_cpu_per_gpu_ = 0.0;
   double gpu_pods_cpu_load_ = 0.0;
+  std::vector<double> waste_;  // fragmentWaste by free milli, 0..kMilliPerGpu
 };
 
 // The live path's view of "recent": the last `capacity` requests recorded (the pods filter saw
