@@ -7,8 +7,26 @@
 # TROUPE_DEMO_SEEDS (default 3) sets the simulator's seeds; the published figures use 10.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+t0=$SECONDS
 scripts/install-deps.sh
-scripts/build.sh build >/dev/null
+# Only the troupe binary: the tests and benchmarks are scripts/test.sh's. Ninja's "[n/N]" lines
+# become one progress line per tenth of the work, with the time since the start.
+echo "== building the troupe binary into build/ (a cold build takes about 4 minutes on 2 cores; later runs rebuild only what changed)"
+mkdir -p build
+if ! TROUPE_BUILD_TARGETS=troupe scripts/build.sh build 2>&1 | tee build/demo-build.log | awk -v t0="$(date +%s)" '
+  match($0, /^\[([0-9]+)\/([0-9]+)\]/) {
+    split(substr($0, 2, RLENGTH - 2), n, "/"); tenth = int(10 * n[1] / n[2])
+    if (tenth > shown || n[1] == n[2]) {
+      shown = tenth; e = systime() - t0
+      printf "   %3d%%  %d of %d steps  %d:%02d elapsed\n", 100 * n[1] / n[2], n[1], n[2], e / 60, e % 60
+      fflush()
+    }
+  }'; then
+  tail -40 build/demo-build.log >&2
+  echo "demo: the build failed (whole output: build/demo-build.log)" >&2
+  exit 1
+fi
+echo "   ready after $((SECONDS - t0)) s"
 echo "== 1. troupe simulate: unallocated GPUs when the workload reaches 100% of capacity (lower is better)"
 build/troupe simulate --seeds "${TROUPE_DEMO_SEEDS:-3}" --out build/sim-out
 echo
@@ -23,4 +41,4 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 echo "troupe serve is listening on http://127.0.0.1:$port with examples/cluster.yaml (log: $log)"
-python3 scripts/demo.py "http://127.0.0.1:$port"
+python3 scripts/demo.py "http://127.0.0.1:$port" --log "$log"

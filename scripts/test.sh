@@ -48,6 +48,9 @@ step "build with -Werror and run the tests"
 scripts/build.sh build -DTROUPE_WERROR=ON -DTROUPE_BUILD_TESTS=ON
 ctest --test-dir build --output-on-failure
 
+step "the README's demo: every step of scripts/demo.py against troupe serve (tests/tools/demo_test.py)"
+python3 tests/tools/demo_test.py
+
 step "tools: the placement-quality sweep (tests/tools/sweep_test.py, with build/troupe)"
 python3 tests/tools/sweep_test.py
 
