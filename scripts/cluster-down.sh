@@ -17,6 +17,8 @@ for f in "$E2E_PIDS"/*.pid; do
 done
 if [ "${#names[@]}" -gt 0 ]; then e2e_stop -t 10 "${names[@]}"; stopped=1; fi
 if [ -f "$E2E_PIDS/etcd.pid" ]; then e2e_stop -t 10 etcd; stopped=1; fi
+# TROUPE_DEPLOY=chart: the chart pod's containers, should its kubelet stand-in have left any.
+if [ "${TROUPE_DEPLOY:-}" = chart ]; then "$E2E_ROOT/scripts/chart-pod.sh" down; fi
 
 if [ -n "${ETCD_DIR:-}" ] && [ -d "$ETCD_DIR" ]; then
   case "$ETCD_DIR" in

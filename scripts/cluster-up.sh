@@ -46,6 +46,11 @@
 #                          kube-scheduler with the same gates (its PodGroup cycle and the
 #                          GangScheduling plugin; docs/gangs-native.md). Default: none. Kept in
 #                          state.env like TROUPE_MODE.
+#   TROUPE_DEPLOY=chart    the scheduler pair is the Helm chart's own pod, not host processes:
+#                          `helm install` of charts/troupe, its Deployment's two containers run
+#                          under podman from the built images with the chart's RBAC, tokens,
+#                          config and probes (scripts/chart-pod.sh; docs/e2e-tests.md). Implies
+#                          TROUPE_MODE=kube; one pair, no TROUPE_TLS. Kept in state.env.
 #   NODE_CREATE_PARALLEL   max concurrent kubectl create processes for nodes (default 2)
 #   KEEP_ON_FAILURE=1      leave processes running if startup fails (for debugging)
 # State, kubeconfig and logs: build/e2e/ (see scripts/lib-e2e.sh).
@@ -56,6 +61,7 @@ cd "$E2E_ROOT"
 
 usage_hint() {
   local n
+  if [ "${TROUPE_DEPLOY:-}" = chart ]; then chart_usage_hint; return; fi
   n="$(grep -c '^  - name:' "$E2E_DIR/cluster.yaml" 2>/dev/null || echo '?')"
   cat <<MSG
 
@@ -67,6 +73,19 @@ Use it with:
 Restart only Troupe: scripts/troupe-restart.sh [restart|stop|start|status] [PAIR]
 Scheduler pairs:     scripts/scheduler-pair.sh [status|leader|kill|stop|start] [PAIR]
 Tear down:           scripts/cluster-down.sh
+MSG
+}
+# TROUPE_DEPLOY=chart: the chart's pod is the scheduler pair.
+chart_usage_hint() {
+  cat <<MSG
+
+Cluster is up: Kubernetes $K8S_VERSION, the chart's pod $CHART_NAMESPACE/$CHART_DEPLOYMENT ($TROUPE_IMAGE) as scheduler "$TROUPE_SCHEDULER_NAME".
+  apiserver  https://127.0.0.1:$APISERVER_PORT  troupe $(e2e_troupe_url), metrics http://127.0.0.1:$TROUPE_METRICS_PORT  (logs: $E2E_LOGS/chart-*.log)
+Use it with:
+  export KUBECONFIG=$E2E_KUBECONFIG; $KUBECTL get nodes
+  build/tools/helm upgrade $CHART_RELEASE charts/troupe -n $CHART_NAMESPACE -f $CHART_VALUES --set ...
+The pod:   scripts/chart-pod.sh status
+Tear down: scripts/cluster-down.sh
 MSG
 }
 
@@ -83,6 +102,7 @@ pairs_hint() {
 
 # ---- already up? -------------------------------------------------------------
 requested_mode="${TROUPE_MODE:-}"
+requested_deploy="${TROUPE_DEPLOY:-}"
 requested_tls="${TROUPE_TLS:-}"
 requested_replicas="${TROUPE_REPLICAS:-}"
 requested_features="${K8S_FEATURES:-}"
@@ -107,7 +127,7 @@ if e2e_load_state; then
     if [ -n "$requested_replicas" ] && [ "$requested_replicas" != "$(e2e_replicas)" ]; then
       e2e_warn "running cluster was created with TROUPE_REPLICAS='$(e2e_replicas)' (requested '$requested_replicas'); run cluster-down first to change it"
     fi
-    for i in $(e2e_pairs); do troupe_start "$i"; done
+    [ "${TROUPE_DEPLOY:-}" = chart ] || for i in $(e2e_pairs); do troupe_start "$i"; done
     usage_hint
     exit 0
   fi
@@ -173,6 +193,15 @@ TROUPE_TLS="${requested_tls:-0}"
 case "$TROUPE_TLS" in 0|1) ;; *) e2e_die "TROUPE_TLS='$TROUPE_TLS' must be 0 or 1" ;; esac
 K8S_FEATURES="$requested_features"   # not a stale state.env's
 case "$K8S_FEATURES" in '' | workload) ;; *) e2e_die "K8S_FEATURES='$K8S_FEATURES' must be empty or workload" ;; esac
+TROUPE_DEPLOY="$requested_deploy"   # not a stale state.env's
+case "$TROUPE_DEPLOY" in
+  '') ;;
+  chart)
+    [ "$TROUPE_REPLICAS" = 1 ] && [ "$TROUPE_TLS" = 0 ] ||
+      e2e_die "TROUPE_DEPLOY=chart runs one pod of the chart, without TROUPE_REPLICAS or TROUPE_TLS"
+    TROUPE_MODE=kube ;;
+  *) e2e_die "TROUPE_DEPLOY='$TROUPE_DEPLOY' must be empty or chart" ;;
+esac
 case "$TROUPE_MODE" in
   standalone) ;;
   kube) export TROUPE_BIND_VERB="${TROUPE_BIND_VERB-bind}" ;;
@@ -281,6 +310,16 @@ python3 "$E2E_ROOT/tests/e2e/make_nodes.py" "${gen_args[@]}" --out-dir "$E2E_DIR
   --k8s-version "$K8S_VERSION" --create --kubectl "$KUBECTL" --kubeconfig "$E2E_KUBECONFIG" \
   --parallel "${NODE_CREATE_PARALLEL:-2}"
 e2e_log "nodes created"
+
+# ---- TROUPE_DEPLOY=chart: the chart's pod is the scheduler pair --------------------------
+if [ "$TROUPE_DEPLOY" = chart ]; then
+  "$E2E_ROOT/scripts/chart-pod.sh" up
+  e2e_log "cluster ready in $(e2e_elapsed) s"
+  ok=1
+  e2e_load_state
+  usage_hint
+  exit 0
+fi
 
 # ---- Troupe (optional) and kube-scheduler, pair by pair ------------------------------
 # Each kube-scheduler calls its own Troupe. Pair 0 starts first, so it normally takes the Lease.

@@ -100,8 +100,12 @@ cluster_phase=1
 # shellcheck source=scripts/lib-e2e.sh
 . scripts/lib-e2e.sh
 if e2e_load_state && e2e_etcd_ok && e2e_apiserver_ok && e2e_scheduler_ok; then
-  echo "[e2e.sh] reusing the running cluster (left running afterwards); restarting Troupe from $TROUPE_BIN"
-  scripts/troupe-restart.sh restart
+  if [ "${TROUPE_DEPLOY:-}" = chart ]; then
+    echo "[e2e.sh] reusing the running cluster (left running afterwards): the chart's pod runs $TROUPE_IMAGE"
+  else
+    echo "[e2e.sh] reusing the running cluster (left running afterwards); restarting Troupe from $TROUPE_BIN"
+    scripts/troupe-restart.sh restart
+  fi
 else
   started_cluster=1
   TROUPE_PREEMPT_VERB="${TROUPE_PREEMPT_VERB-preempt}" scripts/cluster-up.sh

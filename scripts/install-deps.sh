@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Troupe builds and tests with, only those missing.
-# Usage: scripts/install-deps.sh [--test]   (--test adds what the test suite needs)
+# Usage: scripts/install-deps.sh [--test | --image]
+#   --test   adds what the test suite needs
+#   --image  only what scripts/image-build.sh and the chart's pod (TROUPE_DEPLOY=chart) need:
+#            podman with runc, debootstrap for the base image, strip
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config python3
@@ -9,6 +12,8 @@ packages=(build-essential cmake ninja-build pkg-config python3
 if [[ "${1:-}" == "--test" ]]; then
   # clang + libFuzzer + the sanitizer runtimes: the fuzz targets (scripts/fuzz.sh).
   packages+=(python3-pytest python3-yaml clang-format clang libfuzzer-14-dev libclang-rt-14-dev)
+elif [[ "${1:-}" == "--image" ]]; then
+  packages=(podman runc debootstrap binutils curl util-linux)
 fi
 
 missing=()

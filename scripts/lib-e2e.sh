@@ -265,15 +265,21 @@ e2e_scheduler_pair_ok() {
   [ -n "$port" ] && e2e_pid "kube-scheduler$(e2e_sfx "$1")" >/dev/null &&
     curl -fsSk --max-time 2 "https://127.0.0.1:$port/healthz" >/dev/null 2>&1
 }
-# e2e_scheduler_ok: every pair's kube-scheduler is healthy.
+# e2e_scheduler_ok: every pair's kube-scheduler is healthy (TROUPE_DEPLOY=chart: the chart's pod
+# is ready).
 e2e_scheduler_ok() {
   local i
+  if [ "${TROUPE_DEPLOY:-}" = chart ]; then "$E2E_ROOT/scripts/chart-pod.sh" ok; return; fi
   for i in $(e2e_pairs); do e2e_scheduler_pair_ok "$i" || return 1; done
 }
 # e2e_troupe_ok [PAIR]: that pair's Troupe (default pair 0) answers /healthz.
 e2e_troupe_ok() {
   local port
   port="$(e2e_pair_var TROUPE_PORT "${1:-0}")"
+  if [ "${TROUPE_DEPLOY:-}" = chart ]; then   # the chart pod's container, on the host's network
+    curl -fsS --max-time 2 "http://127.0.0.1:$port/healthz" >/dev/null 2>&1
+    return
+  fi
   [ -n "$port" ] && e2e_pid "troupe$(e2e_sfx "${1:-0}")" >/dev/null &&
     # shellcheck disable=SC2046
     curl -fsS --max-time 2 $(e2e_troupe_curl_args) "$(e2e_troupe_url "${1:-0}")/healthz" >/dev/null 2>&1

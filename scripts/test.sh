@@ -8,6 +8,7 @@
 #   5. the Helm chart, dashboard and deploy/ manifests; promtool on /metrics
 #   6. a quick benchmark run (smoke: it must run, numbers are not asserted)
 #   7. end-to-end tests on a real kube-apiserver + kube-scheduler built from Go modules
+#   8. the container image (podman) and the chart's own pod as the scheduler pair (e2e)
 # Set TROUPE_SKIP_SANITIZERS=1, TROUPE_SKIP_FUZZ=1 and/or TROUPE_SKIP_E2E=1 for a fast local loop;
 # TROUPE_FUZZ_SECONDS sets the fuzzing time per target (default 15).
 set -euo pipefail
@@ -89,5 +90,9 @@ if [[ "${TROUPE_SKIP_E2E:-0}" != "1" ]]; then
   scripts/e2e.sh
   step "end-to-end in Kubernetes mode over HTTPS with the 1.36 workload gates (native PodGroups): Troupe watches the API and binds; kube-scheduler calls it with a client certificate (scripts/e2e.sh, TROUPE_MODE=kube TROUPE_TLS=1)"
   K8S_FEATURES=workload TROUPE_MODE=kube TROUPE_TLS=1 TROUPE_E2E_DIR="$PWD/build/e2e-kube" TROUPE_BIN="$PWD/build/troupe" scripts/e2e.sh
+  step "the image (podman, a debootstrapped base) around the binary just tested, and its checks (scripts/image-build.sh --prebuilt; the full build: docs/image.md)"
+  scripts/image-build.sh --prebuilt
+  step "end-to-end with the chart's own pod as the scheduler pair: helm install, its two containers under podman with the chart's RBAC, tokens, config and probes; GPU pods, a gang, a queue limit, Prometheus, helm upgrade and uninstall (TROUPE_DEPLOY=chart scripts/e2e.sh)"
+  TROUPE_DEPLOY=chart TROUPE_E2E_DIR="$PWD/build/e2e-chart" scripts/e2e.sh
 fi
 step "all tests passed"

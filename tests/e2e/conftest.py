@@ -36,6 +36,26 @@ from kubehelpers import (E2E_DIR, KUBECACHEDIR, KUBECONFIG, STATE_FILE, Kube, Tr
                          read_state, troupe_record_dir)
 
 
+# ---- TROUPE_DEPLOY=chart: only the tests marked chart -------------------------------
+def pytest_configure(config):
+    config.addinivalue_line("markers", "chart: also runs against the chart's pod (TROUPE_DEPLOY=chart), where "
+                                       "the other tests, which drive host processes, are deselected")
+
+
+def pytest_collection_modifyitems(config, items):
+    try:
+        chart_mode = read_state().get("TROUPE_DEPLOY") == "chart"
+    except OSError:
+        return
+    if not chart_mode:
+        return
+    keep = [i for i in items if i.get_closest_marker("chart")]
+    dropped = [i for i in items if not i.get_closest_marker("chart")]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
 # ---- fixtures -------------------------------------------------------------------
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item, call):

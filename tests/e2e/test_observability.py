@@ -23,6 +23,9 @@ import pytest
 
 from kubehelpers import gpu_pod
 
+# Also against the chart's pod (TROUPE_DEPLOY=chart): Prometheus scrapes its metrics port.
+pytestmark = pytest.mark.chart
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DASHBOARD = os.path.join(ROOT, "charts", "troupe", "dashboards", "troupe.json")
 RATE_WINDOW = "30s"  # stands in for Grafana's $__rate_interval; 30 samples at a 1 s scrape

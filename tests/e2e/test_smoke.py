@@ -1,7 +1,11 @@
 """Smoke test of the local control plane (scripts/cluster-up.sh)."""
 import json
 
+import pytest
+
 from kubehelpers import gpu_pod
+
+pytestmark = pytest.mark.chart  # the control plane under the chart's pod too
 
 
 def test_server_version_matches_build(kube, e2e_state):
