@@ -518,8 +518,14 @@ class Pod:
         root = os.path.join(self.runner.args.work_dir, "pods", self.name, "volumes")
         self.volumes = Volumes(self.runner.api, self.namespace, self.spec, root, self.runner.ca_pem)
         self.volumes.materialize()
-        for c in self.containers:
-            c.start()
+        try:
+            for c in self.containers:
+                c.start()
+        except PodError:
+            for c in self.containers:  # none stays behind from a start that failed half-way
+                if c.pid:
+                    c.kill("the pod's start failed")
+            raise
         self.phase, self.reason = "Running", ""
 
     def tick(self):

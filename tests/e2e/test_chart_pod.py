@@ -6,7 +6,8 @@ the chart's ServiceAccounts, tokens, RBAC, ConfigMaps, args, securityContext and
 ones in use, nothing runs as admin. These tests check that pod from the outside: its processes
 (user, capabilities, read-only root, seccomp) and tokens as the kernel and the API server see
 them, the rights of each container's account, GPU pods, a gang and a Queue limit scheduled
-through it, no Forbidden in its logs, `helm upgrade` rolling it, and `helm uninstall` leaving
+through it, no Forbidden in its logs, `helm upgrade` rolling it (to HTTPS between the containers
+with the chart's generated certificates, and another policy), and `helm uninstall` leaving
 nothing of Troupe but the CRD (and the Lease kube-scheduler wrote, docs/e2e-tests.md).
 tests/e2e/test_observability.py (marked chart) then scrapes the pod's metrics port with
 Prometheus and runs the dashboard's queries.
@@ -19,16 +20,21 @@ import glob
 import json
 import os
 import re
+import ssl
 import subprocess
 import time
+import urllib.error
 import urllib.request
 
 import pytest
 
-from kubehelpers import E2E_DIR, ROOT, gpu_pod
+from kubehelpers import E2E_DIR, ROOT, STATE_FILE, gpu_pod, read_state
 from queue_helpers import QUEUE_LABEL, delete_queues, gpus, install_crd, queue, queue_status
 
 pytestmark = [pytest.mark.chart, pytest.mark.usefixtures("gpu_invariant")]
+if os.path.exists(STATE_FILE) and read_state().get("TROUPE_DEPLOY") != "chart":
+    pytest.skip("the cluster does not run the chart's pod: start it with TROUPE_DEPLOY=chart scripts/cluster-up.sh",
+                allow_module_level=True)
 
 HELM = os.path.join(ROOT, "build", "tools", "helm")
 CHART = os.path.join(ROOT, "charts", "troupe")
@@ -96,7 +102,7 @@ class ChartPod:
 
 @pytest.fixture(scope="module")
 def chart(e2e_state, kube):
-    if e2e_state.get("TROUPE_DEPLOY") != "chart":
+    if e2e_state.get("TROUPE_DEPLOY") != "chart":  # a cluster started after the module was collected
         pytest.skip("the cluster does not run the chart's pod: start it with TROUPE_DEPLOY=chart scripts/cluster-up.sh")
     if not os.access(HELM, os.X_OK):
         pytest.skip(f"no {HELM} (scripts/chart-build-helm.sh)")
@@ -276,16 +282,30 @@ def test_the_pods_logs_have_no_forbidden_request(chart):
 
 # ---- helm upgrade and uninstall -------------------------------------------------------------------
 def test_helm_upgrade_with_changed_values_rolls_the_pod_and_it_keeps_scheduling(chart, api, kube, namespace,
-                                                                                 scheduler_name):
+                                                                                 scheduler_name, tmp_path):
+    """The upgrade turns on HTTPS between the containers (troupe.tls.enabled: the chart's generated
+    certificates, mounted 0440 and readable through fsGroup) and changes Troupe's policy."""
     before = chart.status()
     old = before["pod"]
     chart.helm("upgrade", chart.release, CHART, "-f", chart.values, "--set", "troupe.policy.name=binpack",
-               "--set", "troupe.logLevel=debug")
+               "--set", "troupe.tls.enabled=true")
     new = chart.wait_ready(before["rollouts"] + 1)
     assert new["name"] != old["name"] and new["templateHash"] != old["templateHash"]
     ps = subprocess.run(["podman", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True).stdout.split()
     assert not {c["podmanName"] for c in old["containers"].values()} & set(ps), "the old pod's containers still exist"
     assert '"policy":"binpack"' in chart.logs("troupe"), "the new pod's Troupe does not run the upgraded config"
+    # The verbs now need kube-scheduler's client certificate from the chart's Secret.
+    secret = kube.get("secret", f"{chart.deployment}-tls", namespace=chart.ns)["data"]
+    for key in ("ca.crt", "client.crt", "client.key"):
+        (tmp_path / key).write_bytes(base64.b64decode(secret[key]))
+    url = f"https://127.0.0.1:{chart.state['TROUPE_PORT']}/healthz"
+    ctx = ssl.create_default_context(cafile=str(tmp_path / "ca.crt"))
+    with pytest.raises((ssl.SSLError, ConnectionError, urllib.error.URLError)):
+        urllib.request.urlopen(url, context=ctx, timeout=5).read()  # no client certificate
+    ctx.load_cert_chain(str(tmp_path / "client.crt"), str(tmp_path / "client.key"))
+    with urllib.request.urlopen(url, context=ctx, timeout=5) as r:
+        assert r.status == 200
+    # kube-scheduler calls it over HTTPS: a GPU pod still binds.
     kube.create(gpu_pod("chart-after-upgrade", gpus=1, scheduler=scheduler_name), namespace)
     pod = wait_bound(api, kube, namespace, ["chart-after-upgrade"], timeout=90)["chart-after-upgrade"]
     assert len(bound_gpus(pod)) == 1
@@ -312,10 +332,20 @@ def test_helm_uninstall_leaves_only_the_crd_and_the_lease_and_a_new_install_sche
     named = {n for _, n in objects}
     names_left = set(kube.kubectl("get", "clusterroles,clusterrolebindings", "-o", "name").stdout.split())
     assert not {n for n in names_left if n.split("/", 1)[1] in named}, names_left
-    left_in_ns = {f'{o["kind"]}/{o["metadata"]["name"]}'
-                  for o in kube.get("all,configmaps,secrets,serviceaccounts,roles,rolebindings,leases",
-                                    namespace=chart.ns)["items"]}
-    assert left_in_ns <= {"ConfigMap/kube-root-ca.crt", "Lease/troupe-scheduler"}, left_in_ns
+    # What a cluster's controllers keep in every namespace, and the Lease. (With a
+    # kube-controller-manager, its garbage collector removes the ReplicaSet and Pod it made.)
+    allowed = {"ConfigMap/kube-root-ca.crt", "ServiceAccount/default", "Lease/troupe-scheduler"}
+
+    def only_allowed_left():
+        left = {f'{o["kind"]}/{o["metadata"]["name"]}'
+                for o in kube.get("all,configmaps,secrets,serviceaccounts,roles,rolebindings,leases",
+                                  namespace=chart.ns)["items"]}
+        return True if left <= allowed else None
+    try:
+        kube.wait_for(only_allowed_left, timeout=30, interval=0.5, desc="the release's objects gone")
+    except TimeoutError:
+        raise AssertionError("left in the namespace: " + kube.kubectl(
+            "get", "all,configmaps,secrets,serviceaccounts,roles,rolebindings,leases", "-n", chart.ns).stdout) from None
     assert kube.get("crd", "queues.troupe.dev")["metadata"]["name"] == "queues.troupe.dev"
 
     # Installed again (a new token Secret, filled again), it schedules.
