@@ -8,7 +8,7 @@
 # The base is Debian bookworm minbase made by debootstrap and imported (no image registry is
 # reachable here); its tarball is kept in build/image/, so later builds only import it.
 #
-# Usage: scripts/image-build.sh [--prebuilt] [--tag IMAGE] [--no-check]
+# Usage: scripts/image-build.sh [--prebuilt] [--tag IMAGE] [--no-check | --check-only]
 #   (default)   the Dockerfile's runtime target: its builder stage installs the build packages
 #               (scripts/install-deps.sh) and compiles Troupe (scripts/build.sh, Release), as CI's
 #               scripts apart from the flags; ~20 min cold on 2 cores (docs/image.md)
@@ -16,6 +16,7 @@
 #               binary this machine built and tested, stripped (CI; ~1.5 min cold)
 #   --tag       image name (default localhost/troupe:dev)
 #   --no-check  skip the checks
+#   --check-only  only check IMAGE (built before, by this script or docker build)
 # Env: TROUPE_BIN (default build/troupe), PODMAN_RUNC (default /usr/sbin/runc).
 set -euo pipefail
 # shellcheck source=scripts/lib-podman.sh
@@ -26,42 +27,47 @@ cd "$PODMAN_ROOT"
 target=runtime
 tag=localhost/troupe:dev
 check=1
+build=1
 while (($#)); do
   case "$1" in
     --prebuilt) target=prebuilt ;;
     --tag) tag="${2:?--tag needs an image name}"; shift ;;
     --no-check) check=0 ;;
+    --check-only) build=0 ;;
     -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) podman_die "unknown argument '$1' (--prebuilt, --tag IMAGE, --no-check)" ;;
+    *) podman_die "unknown argument '$1' (--prebuilt, --tag IMAGE, --no-check, --check-only)" ;;
   esac
   shift
 done
 
 podman_require
-podman_base_image
+if [ "$build" = 1 ]; then
+  podman_base_image
+  labels=()   # build args of the prebuilt target
+  if [ "$target" = prebuilt ]; then
+    bin="${TROUPE_BIN:-build/troupe}"
+    [ -x "$bin" ] || podman_die "no Troupe binary at $bin: build it first (scripts/build.sh build) or set TROUPE_BIN"
+    mkdir -p build/image   # where the Dockerfile's prebuilt target copies it from
+    strip -o build/image/troupe "$bin"
+    # Which binary it packages: scripts/chart-pod.sh rebuilds the image when build/troupe changed.
+    labels=(--build-arg "TROUPE_BINARY_SHA256=$(sha256sum "$bin" | cut -c1-64)")
+    podman_log "staged $bin, stripped: $(du -h build/image/troupe | cut -f1)"
+  fi
 
-labels=()   # build args of the prebuilt target
-if [ "$target" = prebuilt ]; then
-  bin="${TROUPE_BIN:-build/troupe}"
-  [ -x "$bin" ] || podman_die "no Troupe binary at $bin: build it first (scripts/build.sh build) or set TROUPE_BIN"
+  podman_log "podman build --target $target -t $tag (log: $PODMAN_IMAGE_DIR/build-$target.log)"
+  t="$(date +%s)"
   mkdir -p "$PODMAN_IMAGE_DIR"
-  strip -o "$PODMAN_IMAGE_DIR/troupe" "$bin"
-  # Which binary it packages: scripts/chart-pod.sh rebuilds the image when build/troupe changed.
-  labels=(--build-arg "TROUPE_BINARY_SHA256=$(sha256sum "$bin" | cut -c1-64)")
-  podman_log "staged $bin, stripped: $(du -h "$PODMAN_IMAGE_DIR/troupe" | cut -f1)"
+  # --network host: the apt steps reach Debian's mirror; --pull=never: the bases are local.
+  if ! pm build "${podman_run_limits[@]}" --network host --pull=never \
+       --build-arg BUILD_BASE="$PODMAN_BASE_IMAGE" --build-arg RUNTIME_BASE="$PODMAN_BASE_IMAGE" \
+       --target "$target" "${labels[@]}" -t "$tag" -f Dockerfile . >"$PODMAN_IMAGE_DIR/build-$target.log" 2>&1; then
+    tail -30 "$PODMAN_IMAGE_DIR/build-$target.log" >&2
+    podman_die "podman build failed (log: $PODMAN_IMAGE_DIR/build-$target.log)"
+  fi
+  podman_log "built $tag in $(( $(date +%s) - t )) s: $(pm image inspect --format '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1/1e6}')"
+else
+  pm image exists "$tag" || podman_die "podman has no image $tag to check"
 fi
-
-podman_log "podman build --target $target -t $tag (log: $PODMAN_IMAGE_DIR/build-$target.log)"
-t="$(date +%s)"
-mkdir -p "$PODMAN_IMAGE_DIR"
-# --network host: the apt steps reach Debian's mirror; --pull=never: the bases are local.
-if ! pm build "${podman_run_limits[@]}" --network host --pull=never \
-     --build-arg BUILD_BASE="$PODMAN_BASE_IMAGE" --build-arg RUNTIME_BASE="$PODMAN_BASE_IMAGE" \
-     --target "$target" "${labels[@]}" -t "$tag" -f Dockerfile . >"$PODMAN_IMAGE_DIR/build-$target.log" 2>&1; then
-  tail -30 "$PODMAN_IMAGE_DIR/build-$target.log" >&2
-  podman_die "podman build failed (log: $PODMAN_IMAGE_DIR/build-$target.log)"
-fi
-podman_log "built $tag in $(( $(date +%s) - t )) s: $(pm image inspect --format '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1/1e6}')"
 
 [ "$check" = 1 ] || exit 0
 
