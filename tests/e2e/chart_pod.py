@@ -140,24 +140,25 @@ class Volumes:
             return out
         return [(k, v, default_mode) for k, v in data.items()]
 
-    def _configmap_files(self, src, default_mode):
-        cm = self._get("configmaps", src["name"])
-        if cm is None:
+    def _object_files(self, kind, name, src, default_mode):
+        """The files of a configMap or secret volume (or projected source) named NAME."""
+        obj = self._get(f"{kind}s", name)
+        if obj is None:
             if src.get("optional"):
                 return []
-            raise PodError("ContainerCreating", f"configmap {self.ns}/{src['name']} not found")
-        data = {k: v.encode() for k, v in (cm.get("data") or {}).items()}
-        data.update({k: base64.b64decode(v) for k, v in (cm.get("binaryData") or {}).items()})
-        return self._items(data, src.get("items"), default_mode, f"configmap {src['name']}", src.get("optional"))
+            raise PodError("ContainerCreating", f"{kind} {self.ns}/{name} not found")
+        if kind == "configmap":
+            data = {k: v.encode() for k, v in (obj.get("data") or {}).items()}
+            data.update({k: base64.b64decode(v) for k, v in (obj.get("binaryData") or {}).items()})
+        else:
+            data = {k: base64.b64decode(v) for k, v in (obj.get("data") or {}).items()}
+        return self._items(data, src.get("items"), default_mode, f"{kind} {name}", src.get("optional"))
+
+    def _configmap_files(self, src, default_mode):
+        return self._object_files("configmap", src["name"], src, default_mode)
 
     def _secret_files(self, src, default_mode):
-        s = self._get("secrets", src["secretName"])
-        if s is None:
-            if src.get("optional"):
-                return []
-            raise PodError("ContainerCreating", f"secret {self.ns}/{src['secretName']} not found")
-        data = {k: base64.b64decode(v) for k, v in (s.get("data") or {}).items()}
-        return self._items(data, src.get("items"), default_mode, f"secret {src['secretName']}", src.get("optional"))
+        return self._object_files("secret", src["secretName"], src, default_mode)
 
     def _token(self, src):
         sa = self.spec.get("serviceAccountName") or "default"
