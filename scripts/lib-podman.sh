@@ -45,8 +45,13 @@ podman_base_image() {
     t="$(date +%s)"
     root="$(mktemp -d "$PODMAN_IMAGE_DIR/rootfs.XXXXXX")"
     podman_log "debootstrap --variant=minbase bookworm ($PODMAN_DEBIAN_MIRROR) into $root"
-    debootstrap --variant=minbase bookworm "$root" "$PODMAN_DEBIAN_MIRROR" >"$PODMAN_IMAGE_DIR/debootstrap.log" 2>&1 ||
-      { tail -20 "$PODMAN_IMAGE_DIR/debootstrap.log" >&2; rm -rf "$root"; podman_die "debootstrap failed (log: $PODMAN_IMAGE_DIR/debootstrap.log)"; }
+    # A second try from scratch: a mirror's hiccup should not fail CI.
+    if ! debootstrap --variant=minbase bookworm "$root" "$PODMAN_DEBIAN_MIRROR" >"$PODMAN_IMAGE_DIR/debootstrap.log" 2>&1; then
+      podman_log "debootstrap failed ($(tail -1 "$PODMAN_IMAGE_DIR/debootstrap.log")); trying once more"
+      rm -rf "$root" && mkdir -p "$root"
+      debootstrap --variant=minbase bookworm "$root" "$PODMAN_DEBIAN_MIRROR" >"$PODMAN_IMAGE_DIR/debootstrap.log" 2>&1 ||
+        { tail -20 "$PODMAN_IMAGE_DIR/debootstrap.log" >&2; rm -rf "$root"; podman_die "debootstrap failed (log: $PODMAN_IMAGE_DIR/debootstrap.log)"; }
+    fi
     rm -f "$root/etc/apt/sources.list" "$root/etc/resolv.conf" "$root/etc/hostname"
     rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
     # As Debian's slim images: no manuals, docs (but copyrights) or translations, now or later.
