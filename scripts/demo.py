@@ -34,7 +34,7 @@ def reasons(answer):
 STEPS = [
     ("00-seed-filter.json", "filter", None, lambda a, _: None if fits(a) == {"h100-0"} else "h100-0 should pass"),
     ("00-seed-bind.json", "bind", "Set-up: a 4-GPU pod already runs on h100-0",
-     lambda a, g: a.get("Error") or (None if len(g) == 4 else f"expected 4 GPUs, log shows {g}")),
+     lambda a, g: a.get("Error") or (None if g is None or len(g) == 4 else f"expected 4 GPUs, log shows {g}")),
     ("01-filter-8gpu-nvlink.json", "filter", "An 8-GPU pod that needs all 8 GPUs in one NVLink domain",
      lambda a, _: None if "h100-1" in fits(a) and "h100-0" not in fits(a)
      and "NVLink" in reasons(a).get("l40s-0", "") else "h100-1 should fit, h100-0 not, l40s-0 for lack of NVLink"),
@@ -47,7 +47,7 @@ STEPS = [
      lambda a, _: None if a and max(a, key=lambda e: e["Score"])["Host"] == "h100-0"
      else "h100-0, half full already, should rank first"),
     ("07-bind-4gpu.json", "bind", "kube-scheduler binds it to the winner; Troupe picks the concrete GPUs",
-     lambda a, g: a.get("Error") or (None if len(g) == 4 and not set(g) & {"0", "1", "2", "3"}
+     lambda a, g: a.get("Error") or (None if g is None or len(g) == 4 and not set(g) & {"0", "1", "2", "3"}
                                      else f"expected the 4 free GPUs of h100-0, log shows {g}")),
     ("04-filter-16gpu.json", "filter", "A 16-GPU pod: bigger than every node",
      lambda a, _: None if not fits(a) else "no node should fit"),
@@ -66,9 +66,10 @@ def post(base, verb, body):
 
 
 def bound_gpus(log, pod):
-    """The GPU IDs of Troupe's last 'bound' log line for pod (namespace/name), or []."""
+    """The GPU IDs of Troupe's last 'bound' log line for pod (namespace/name); [] when the log
+    has none, None without a log (the bind checks then look at the answer only)."""
     if log is None:
-        return []
+        return None
     for _ in range(20):  # the line is written before the answer; allow for a slow disk
         found = None
         for line in Path(log).read_text(errors="replace").splitlines():
@@ -100,7 +101,7 @@ def show(verb, answer, gpus, node):
     elif answer.get("Error"):
         print(f"   refused: {answer['Error']}")
     else:
-        print(f"   bound to {node}, GPUs {', '.join(gpus) if gpus else '(see Troupe log)'}")
+        print(f"   bound to {node}, GPUs {', '.join(gpus) if gpus else '(in Troupe log; --log shows them here)'}")
 
 
 def main():
