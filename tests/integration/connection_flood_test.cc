@@ -138,11 +138,13 @@ const std::string kFilterBody =
 
 std::string filterHead(size_t length, bool keep_alive = false) {
   return "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
-         std::string(keep_alive ? "" : "Connection: close\r\n") + "Content-Length: " + std::to_string(length) +
-         "\r\n\r\n";
+         std::string(keep_alive ? "" : "Connection: close\r\n") +
+         "Content-Length: " + std::to_string(length) + "\r\n\r\n";
 }
 
-std::string filter(bool keep_alive = false) { return filterHead(kFilterBody.size(), keep_alive) + kFilterBody; }
+std::string filter(bool keep_alive = false) {
+  return filterHead(kFilterBody.size(), keep_alive) + kFilterBody;
+}
 
 // Raises this process's soft open-file limit to `needed` (up to the hard limit); false when the
 // hard limit is lower. Restores the old soft limit when it goes.
@@ -236,8 +238,8 @@ struct Stack {
   Stack() {
     for (const char* name : {"n1", "n2"}) REQUIRE(scheduler.upsertNode(gpuNode(name, 8)).isOk());
   }
-  std::unique_ptr<troupe::http::ExtenderServer> server(troupe::http::Endpoints endpoints, size_t max_connections,
-                                                       const std::string& port_name) {
+  std::unique_ptr<troupe::http::ExtenderServer> server(troupe::http::Endpoints endpoints,
+                                                       size_t max_connections, const std::string& port_name) {
     troupe::http::ServerOptions options;
     options.endpoints = endpoints;
     options.limits.max_connections = max_connections;
@@ -249,7 +251,9 @@ struct Stack {
   }
 };
 
-int portOf(const troupe::http::ExtenderServer& s) { return std::stoi(s.url().substr(s.url().rfind(':') + 1)); }
+int portOf(const troupe::http::ExtenderServer& s) {
+  return std::stoi(s.url().substr(s.url().rfind(':') + 1));
+}
 
 // Waits until `cond` holds (the server works on its own threads); false after 10 s.
 template <class F>
@@ -271,7 +275,7 @@ TEST_CASE("3,000 idle connections on either port cost no probe and no filter", "
   FileLimit files(kFlood + 2 * kCap + 256);
   if (!files.ok()) {
     WARN("skipped: the hard open-file limit " << files.hard() << " is below the " << kFlood + 2 * kCap + 256
-                                               << " descriptors this test needs (raise ulimit -Hn)");
+                                              << " descriptors this test needs (raise ulimit -Hn)");
     return;
   }
   Stack s;

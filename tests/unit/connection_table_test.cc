@@ -2,6 +2,8 @@
 // byte, then the oldest with a header begun, then the one idle longest; never one
 // mid-request), checked against a plain model over random sequences; and the per-listener
 // cap that fits the open-file limit.
+#include "adapters/http/connection_table.h"
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
@@ -10,7 +12,6 @@
 #include <random>
 #include <vector>
 
-#include "adapters/http/connection_table.h"
 #include "adapters/http/open_file_limit.h"
 
 using troupe::http::ConnectionTable;
@@ -120,14 +121,16 @@ TEST_CASE("on random sequences a connection table evicts what a plain model says
         }
       } else if (op == 8 && !evicted.empty()) {
         // A connection evicted earlier tries to go on: refused, and its removal is harmless.
-        const ConnectionTable::Id id = evicted[std::uniform_int_distribution<size_t>(0, evicted.size() - 1)(rng)];
+        const ConnectionTable::Id id =
+            evicted[std::uniform_int_distribution<size_t>(0, evicted.size() - 1)(rng)];
         CHECK_FALSE(table.enter(id, Phase::kBusy));
         table.remove(id);
       } else {
         std::optional<ConnectionTable::Id> want;
         for (const auto& [id, m] : model) {
           if (m.phase == Phase::kBusy) continue;
-          if (!want || std::pair(rank(m.phase), m.since) < std::pair(rank(model[*want].phase), model[*want].since)) {
+          if (!want ||
+              std::pair(rank(m.phase), m.since) < std::pair(rank(model[*want].phase), model[*want].since)) {
             want = id;
           }
         }
@@ -155,7 +158,7 @@ TEST_CASE("the connection cap fits the open-file limit with room for the rest of
           "[http][connections]") {
   using troupe::http::connectionsThatFit;
   using troupe::http::kReservedFiles;
-  CHECK(connectionsThatFit(1 << 20, 1024, 2) == 1024);                 // plenty: as configured
+  CHECK(connectionsThatFit(1 << 20, 1024, 2) == 1024);                    // plenty: as configured
   CHECK(connectionsThatFit(2 * 1024 + kReservedFiles, 1024, 2) == 1024);  // just enough
   CHECK(connectionsThatFit(1024, 1024, 2) == (1024 - kReservedFiles) / 2);
   CHECK(connectionsThatFit(1024, 1024, 1) == 1024 - kReservedFiles);

@@ -12,9 +12,10 @@
 namespace troupe::adapters {
 
 // Why a listener closed a connection on its own (a bounded set of label values).
-inline constexpr const char* kClosedEvictedNew = "evicted_new";          // at the cap: no byte sent yet
-inline constexpr const char* kClosedEvictedStarted = "evicted_started";  // at the cap: a header begun, none done
-inline constexpr const char* kClosedEvictedIdle = "evicted_idle";        // at the cap: kept alive, idle longest
+inline constexpr const char* kClosedEvictedNew = "evicted_new";  // at the cap: no byte sent yet
+inline constexpr const char* kClosedEvictedStarted =
+    "evicted_started";                                             // at the cap: a header begun, none done
+inline constexpr const char* kClosedEvictedIdle = "evicted_idle";  // at the cap: kept alive, idle longest
 inline constexpr const char* kClosedRefused = "refused";  // at the cap with every connection mid-request
 inline constexpr const char* kClosedHeaderTimeout = "header_timeout";  // limits.headerTimeoutSeconds
 inline constexpr const char* kClosedReadTimeout = "read_timeout";      // limits.readTimeoutSeconds

@@ -314,6 +314,9 @@ class Session : public ConnectionTable::Member, public std::enable_shared_from_t
   }
 
   void readHeader() {
+    // Beast reads as much as the buffer's capacity holds: after a 1 KiB first read, grow it so
+    // that large headers and bodies are read 16 KiB at a time.
+    if (buffer_.capacity() < kReadChunk) buffer_.reserve(kReadChunk);
     request_start_ = Clock::now();
     lowest().expires_after(limits().header_timeout);
     bhttp::async_read_header(stream_, buffer_, *parser_,
