@@ -16,6 +16,7 @@
 #include "adapters/common/internal_errors.h"
 #include "adapters/common/logger.h"
 #include "adapters/http/extender_server.h"
+#include "adapters/http/open_file_limit.h"
 #include "adapters/kube/api_client.h"
 #include "adapters/kube/kube_config.h"
 #include "adapters/kube/kube_runtime.h"
@@ -152,6 +153,21 @@ http::ServerLimits serverLimits(const config::ServerLimitsConfig& c) {
   l.idle_timeout = ms(c.idle_timeout_seconds);
   l.write_timeout = ms(c.write_timeout_seconds);
   return l;
+}
+
+// Raises the open-file limit and fits the connection cap into it (adapters/http/open_file_limit.h).
+size_t fitOpenFiles(size_t max_connections, int listeners, adapters::Logger& logger) {
+  const http::OpenFileLimit files = http::raiseOpenFileLimit(max_connections, listeners);
+  if (files.max_connections < max_connections) {
+    logger.warn(
+        "the open-file limit is too low for limits.maxConnections: lowered it per port",
+        {{"maxConnections", std::to_string(max_connections)},
+         {"lowered_to", std::to_string(files.max_connections)},
+         {"open_file_limit", std::to_string(files.soft)},
+         {"fix", "raise the hard limit (ulimit -Hn, the container runtime's LimitNOFILE) to at least " +
+                     std::to_string(max_connections * listeners + http::kReservedFiles)}});
+  }
+  return files.max_connections;
 }
 
 // glibc gives each thread that allocates its own heap arena and keeps what is freed there: 80
@@ -397,7 +413,10 @@ int serveCommand(const std::vector<std::string>& args) {
   }
   http::ServerOptions server_options;
   server_options.limits = serverLimits(cfg.limits);
+  server_options.limits.max_connections =
+      fitOpenFiles(cfg.limits.max_connections, metrics_address ? 2 : 1, logger);
   server_options.tls = tls;
+  server_options.events = metrics.connectionEvents("verbs");
   http::ExtenderServer server(address.value().first, address.value().second, handler, logger, server_options);
   if (Status s = server.start(); !s.isOk()) {
     logger.error("cannot start", {{"error", s.message()}});
@@ -406,7 +425,8 @@ int serveCommand(const std::vector<std::string>& args) {
   std::unique_ptr<http::ExtenderServer> metrics_server;
   if (metrics_address) {
     http::ServerOptions probes;
-    probes.limits = serverLimits(cfg.limits);
+    probes.limits = server_options.limits;
+    probes.events = metrics.connectionEvents("metrics");
     probes.endpoints = http::Endpoints::kProbesOnly;
     probes.flag = "--metrics-listen";
     metrics_server = std::make_unique<http::ExtenderServer>(metrics_address->first, metrics_address->second,

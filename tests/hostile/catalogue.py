@@ -19,6 +19,7 @@ See docs/hostile-inputs.md for what each input is and why the bound is what it i
 import argparse
 import json
 import os
+import resource
 import select
 import socket
 import subprocess
@@ -452,16 +453,61 @@ def idle_keepalive(ctx):
 
 
 def connection_cap(ctx):
-    """More idle connections than maxConnections: the extra ones are closed at once."""
+    """maxConnections + 20 idle connections: the 20 oldest are closed to make room for the newest
+    (and for the probes polled on the same port meanwhile), and the port keeps serving."""
     socks = [connect(ctx.port) for _ in range(ctx.max_connections + 20)]
     time.sleep(0.5)
     readable, _, _ = select.select(socks, [], [], 0.1)
-    refused = sum(1 for s in readable if closed_by_server(s, 0.05))
+    closed = {i for i, s in enumerate(socks) if s in readable and closed_by_server(s, 0.05)}
+    r = post(ctx.port, "/filter", FILTER)
     for s in socks:
         s.close()
     time.sleep(0.3)
-    ctx.note(f"{refused} of {len(socks)} connections closed at once (cap {ctx.max_connections})")
-    return {"refused": refused, "response": Response(200 if refused else None, {}, b"", refused > 0)}
+    oldest = set(range(20)) <= closed
+    newest_held = not closed & set(range(len(socks) - 20, len(socks)))
+    ctx.note(f"{len(closed)} of {len(socks)} closed at once (cap {ctx.max_connections}); the 20 oldest among "
+             f"them: {oldest}; the 20 newest held: {newest_held}")
+    return {"closed": len(closed), "oldest": oldest, "newest_held": newest_held, "response": r}
+
+
+def open_file_room(needed):
+    """Raises this process's soft open-file limit to the hard one; whether `needed` descriptors fit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard == resource.RLIM_INFINITY or hard >= needed
+
+
+FLOOD_CONNECTIONS = 3000
+
+
+def flood(ctx, port_name):
+    """3,000 connections that never send a byte, held on one port: 10 of 10 /healthz on that
+    port answer 200 (the Watch polls it every 50 ms meanwhile) and a filter on the verbs' port
+    succeeds."""
+    port = ctx.server.metrics_port if port_name == "metrics" else ctx.port
+    if not open_file_room(FLOOD_CONNECTIONS + 512):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        ctx.note(f"SKIPPED: the hard open-file limit {hard} is below {FLOOD_CONNECTIONS + 512} (raise ulimit -Hn)")
+        return {"response": Response(200, {}, b"", False), "skipped": True}
+    socks = []
+    try:
+        start = time.monotonic()
+        for _ in range(FLOOD_CONNECTIONS):
+            socks.append(connect(port))
+        opened = time.monotonic() - start
+        time.sleep(0.5)  # the server takes them all
+        probes = [healthz(port) for _ in range(10)]
+        r = post(ctx.port, "/filter", FILTER)
+        answered = sum(1 for status, _ in probes if status == 200)
+        slowest = max(latency for _, latency in probes) * 1000
+        ctx.note(f"{len(socks)} idle connections opened in {opened:.2f} s; /healthz {answered} of 10 "
+                 f"(slowest {slowest:.1f} ms); filter {r.status}")
+        return {"response": r, "answered": answered}
+    finally:
+        for s in socks:
+            s.close()
+        time.sleep(0.3)
 
 
 def pipelined(ctx):
@@ -602,8 +648,15 @@ def catalogue():
         C("H1", "64 slowloris connections (32 slow headers, 32 slow bodies), 1 byte a second", slowloris,
           check=lambda res: None if res["closed"] == 64 else f"only {res['closed']} of 64 closed"),
         C("IDLE", "a keep-alive connection left idle past idleTimeout", idle_keepalive, status=200, closes=True),
-        C("CAP", "maxConnections + 20 idle connections (probes polled on --metrics-listen)", connection_cap,
-          probe_port="metrics", check=lambda res: None if res["refused"] >= 20 else f"only {res['refused']} refused"),
+        C("CAP", "maxConnections + 20 idle connections: the oldest closed, the port keeps serving", connection_cap,
+          status=200, check=lambda res: None if res["closed"] >= 20 and res["oldest"] and res["newest_held"] else
+          f"{res['closed']} closed; the oldest 20 among them: {res['oldest']}; the newest held: {res['newest_held']}"),
+        C("FLOOD-M", "3,000 idle connections on --metrics-listen: probes there answered", lambda ctx: flood(
+            ctx, "metrics"), status=200, probe_port="metrics",
+          check=lambda res: None if res.get("skipped") or res["answered"] == 10 else f"{res['answered']} of 10"),
+        C("FLOOD-V", "3,000 idle connections on --listen: probes and a filter answered", lambda ctx: flood(
+            ctx, "verbs"), status=200,
+          check=lambda res: None if res.get("skipped") or res["answered"] == 10 else f"{res['answered']} of 10"),
         # JSON nesting (M1, probes 34-44) and retention (L3).
         P("M1", "/bind + \"x\": a 10,000,000-deep array (20 MB)", "/bind",
           lambda: with_member(BIND, nested(10000000)), status=400, says=("64", "nest")),

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <variant>
 
+#include "adapters/common/connection_events.h"
 #include "adapters/common/extender_metrics.h"
 #include "adapters/common/internal_errors.h"
 #include "adapters/common/logger.h"
@@ -139,7 +140,10 @@ struct ServerLimits {
   // Request bodies being read or handled at once, all connections together; a request that
   // would pass it gets 503 (kube-scheduler retries). At least maxBodyBytes.
   size_t max_body_bytes_in_flight = 128 << 20;
-  size_t max_connections = 1024;  // more are closed as soon as they are accepted
+  // Open connections. At the cap, each new one closes one that has not earned its slot (never
+  // completed a request, else idle longest: ConnectionTable); only when every connection is
+  // mid-request is the new one closed instead.
+  size_t max_connections = 1024;
   // A new connection must send a whole header this soon after it opens (or after its first
   // byte, on a kept-alive connection); slow-header clients (slowloris) are closed.
   std::chrono::milliseconds header_timeout{std::chrono::seconds(10)};
@@ -163,9 +167,10 @@ struct ServerOptions {
   Endpoints endpoints = Endpoints::kAll;
   std::string flag = "--listen";  // the flag that sets this address, for error messages
   ServerLimits limits;
-  std::optional<TlsFiles> tls;  // HTTPS when set; files are re-read when they change
-  int io_threads = 2;           // sockets, parsing of HTTP, /healthz and /readyz
-  int worker_threads = 4;       // the verbs and /metrics
+  std::optional<TlsFiles> tls;        // HTTPS when set; files are re-read when they change
+  adapters::ConnectionEvents events;  // connections closed by the server, failed accepts
+  int io_threads = 2;                 // sockets, parsing of HTTP, /healthz and /readyz
+  int worker_threads = 4;             // the verbs and /metrics
   // stop() waits this long for requests in flight to be answered (a gang bind parked at its
   // barrier, a bind writing to the API server), then answers the rest itself with an error.
   std::chrono::milliseconds drain_grace{std::chrono::seconds(5)};
@@ -189,8 +194,16 @@ class ExtenderServer {
   void stop();
   // Requests admitted and not answered yet.
   int inFlight() const;
-  // Open connections.
+  // Open connections (those being closed included).
   size_t connections() const;
+  // The connections that hold a slot, by what they have done (ConnectionTable's phases).
+  struct ConnectionCounts {
+    size_t fresh = 0;    // no byte of a request yet
+    size_t started = 0;  // a first request's header begun
+    size_t idle = 0;     // kept alive between requests
+    size_t busy = 0;     // a request being read, handled or answered
+  };
+  ConnectionCounts connectionCounts() const;
   std::string url() const;
 
  private:

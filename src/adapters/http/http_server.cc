@@ -9,7 +9,11 @@
 //   - all bodies together by max_body_bytes_in_flight, counted as they arrive (503);
 //   - time: a header must arrive within header_timeout, a whole request within read_timeout,
 //     the next request on a kept-alive connection within idle_timeout; answers are written
-//     within write_timeout; connections past max_connections are closed at once.
+//     within write_timeout;
+//   - connections by max_connections: at the cap, a new connection closes the one that least
+//     earned its slot (ConnectionTable: never sent a byte, then a header begun and not done,
+//     then idle longest), never one mid-request; out of file descriptors, the acceptor does
+//     the same and pauses instead of spinning.
 //
 // Threads: `io_threads` run the sockets and answer /healthz and /readyz themselves, so probes
 // answer while every worker is busy; `worker_threads` run the verbs and /metrics. A bind parked
@@ -22,6 +26,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
@@ -31,10 +36,10 @@
 #include <condition_variable>
 #include <deque>
 #include <future>
-#include <map>
 #include <thread>
 #include <vector>
 
+#include "adapters/http/connection_table.h"
 #include "adapters/http/extender_server.h"
 #include "adapters/http/request_drain.h"
 #include "adapters/http/tls_context.h"
@@ -52,6 +57,9 @@ using PlainStream = beast::tcp_stream;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 constexpr size_t kReadChunk = 16 << 10;
+// A new connection's first read: enough for a probe's whole request, small enough that a flood
+// of silent connections costs little memory (the buffer grows when a request needs it).
+constexpr size_t kFirstReadChunk = 1 << 10;
 // After an answer that refuses a body still on its way (413, 431, 503), the rest is read and
 // dropped for a moment before closing, so the client sees the answer instead of a reset.
 constexpr auto kLingerTime = std::chrono::milliseconds(500);
@@ -60,6 +68,11 @@ constexpr size_t kLingerBytes = 1 << 20;
 // at most once per kTrimEvery.
 constexpr size_t kTrimAfterBytes = 4 << 20;
 constexpr auto kTrimEvery = std::chrono::seconds(2);
+// After a failed accept (out of file descriptors, say) the connection stays in the backlog, so
+// accepting again at once fails again at once: the acceptor waits this long first.
+constexpr auto kAcceptRetry = std::chrono::milliseconds(100);
+// Warnings that a flood repeats thousands of times a second are logged at most this often.
+constexpr auto kWarnEvery = std::chrono::seconds(10);
 
 // The verbs' threads: a plain queue, so that stop() can leave a thread stuck in handler code
 // behind (detach) instead of hanging on it.
@@ -119,10 +132,25 @@ class WorkerPool {
   std::vector<std::thread> threads_;
 };
 
-class SessionBase {
+// A warning that may come thousands of times a second (a connection flood, no file
+// descriptors left): logged the first time, then at most once per kWarnEvery with how many
+// times it happened since. Used on one strand only.
+class ThrottledWarning {
  public:
-  virtual ~SessionBase() = default;
-  virtual void close() = 0;  // from any thread
+  // The number of times since the last log (this one included) when it is time to log; 0 if not.
+  uint64_t due() {
+    ++times_;
+    const Clock::time_point now = Clock::now();
+    if (logged_ && now - last_ < kWarnEvery) return 0;
+    logged_ = true;
+    last_ = now;
+    return std::exchange(times_, 0);
+  }
+
+ private:
+  bool logged_ = false;
+  Clock::time_point last_;
+  uint64_t times_ = 0;
 };
 
 // What the listener and its connections share. Connections hold it (and the io_context) by
@@ -134,12 +162,10 @@ struct Shared {
   size_t max_body_bytes = 0;
   std::shared_ptr<RequestDrain> drain = std::make_shared<RequestDrain>();
   std::unique_ptr<TlsReloader> tls;
-  std::atomic<size_t> connections{0};
-  std::atomic<size_t> body_bytes{0};  // reserved by requests being read or handled
-  std::atomic<int64_t> last_trim{0};  // Clock ticks
-  std::mutex sessions_mu;
-  uint64_t next_session = 0;
-  std::map<uint64_t, std::weak_ptr<SessionBase>> sessions;
+  std::atomic<size_t> connections{0};  // sessions alive, evicted ones still closing included
+  ConnectionTable table;               // the connections that hold a slot, by phase
+  std::atomic<size_t> body_bytes{0};   // reserved by requests being read or handled
+  std::atomic<int64_t> last_trim{0};   // Clock ticks
   std::shared_ptr<WorkerPool> workers;
   std::shared_ptr<net::io_context> ioc;
 
@@ -205,7 +231,7 @@ bool isParseError(const beast::error_code& ec) {
 }
 
 template <class Stream>
-class Session : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
+class Session : public ConnectionTable::Member, public std::enable_shared_from_this<Session<Stream>> {
  public:
   Session(std::shared_ptr<Shared> shared, Stream stream, std::shared_ptr<net::ssl::context> tls)
       : shared_(std::move(shared)),
@@ -215,9 +241,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     ++shared_->connections;
   }
   ~Session() override {
+    shared_->table.remove(id_);
     --shared_->connections;
-    std::lock_guard lock(shared_->sessions_mu);
-    shared_->sessions.erase(id_);
   }
 
   void start(uint64_t id) {
@@ -229,6 +254,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
             if (ec) {
               // No certificate, a wrong one, or not TLS at all.
               self->shared_->logger->debug("TLS handshake failed", {{"error", ec.message()}});
+              if (ec == beast::error::timeout) self->countClosed(adapters::kClosedHeaderTimeout);
               self->closeNow();
               return;
             }
@@ -245,6 +271,19 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
  private:
   const ServerLimits& limits() const { return shared_->options.limits; }
+  void countClosed(const char* reason) { shared_->options.events.closed(reason); }
+
+  // Moves the connection to `phase` in the table; false (and closed) when it was evicted.
+  bool enter(ConnectionTable::Phase phase) {
+    if (shared_->table.enter(id_, phase)) return true;
+    closeNow();
+    return false;
+  }
+  // A request's first byte is here: on a connection that has not completed one yet it is only
+  // a start (a slow or idle client can be evicted); on a kept-alive one, a request.
+  bool requestBegins() {
+    return enter(first_ ? ConnectionTable::Phase::kStarted : ConnectionTable::Phase::kBusy);
+  }
   beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
 
   // Between requests: the idle (or, on a new connection, the header) timeout runs until the
@@ -255,22 +294,29 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     parser_->body_limit(shared_->max_body_bytes);
     close_after_ = false;
     if (buffer_.size() > 0) {  // a pipelined request is already here
-      readHeader();
+      if (requestBegins()) readHeader();
       return;
     }
     lowest().expires_after(first_ ? limits().header_timeout : limits().idle_timeout);
-    stream_.async_read_some(buffer_.prepare(kReadChunk),
-                            [self = this->shared_from_this()](beast::error_code ec, size_t n) {
-                              if (ec) {
-                                self->closeNow();  // idle timeout, or the client closed
-                                return;
-                              }
-                              self->buffer_.commit(n);
-                              self->readHeader();
-                            });
+    stream_.async_read_some(
+        buffer_.prepare(first_ ? kFirstReadChunk : kReadChunk),
+        [self = this->shared_from_this()](beast::error_code ec, size_t n) {
+          if (ec) {
+            if (ec == beast::error::timeout) {
+              self->countClosed(self->first_ ? adapters::kClosedHeaderTimeout : adapters::kClosedIdleTimeout);
+            }
+            self->closeNow();  // a timeout, or the client closed
+            return;
+          }
+          self->buffer_.commit(n);
+          if (self->requestBegins()) self->readHeader();
+        });
   }
 
   void readHeader() {
+    // Beast reads as much as the buffer's capacity holds: after a 1 KiB first read, grow it so
+    // that large headers and bodies are read 16 KiB at a time.
+    if (buffer_.capacity() < kReadChunk) buffer_.reserve(kReadChunk);
     request_start_ = Clock::now();
     lowest().expires_after(limits().header_timeout);
     bhttp::async_read_header(stream_, buffer_, *parser_,
@@ -291,6 +337,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   }
 
   void headerRead() {
+    if (!enter(ConnectionTable::Phase::kBusy)) return;
     auto& req = parser_->get();
     noteRequestLine();
     lowest().expires_at(request_start_ + limits().read_timeout);
@@ -364,8 +411,10 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
              "invalid Transfer-Encoding header: only chunked is accepted, and not together with "
              "Content-Length");
     } else if (ec == beast::error::timeout) {
+      const bool header_done = parser_->is_header_done();
       shared_->logger->debug("closed a connection that was too slow to send its request",
-                             {{"phase", parser_->is_header_done() ? "body" : "header"}});
+                             {{"phase", header_done ? "body" : "header"}});
+      countClosed(header_done ? adapters::kClosedReadTimeout : adapters::kClosedHeaderTimeout);
       closeNow();
     } else if (isParseError(ec) && ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message) {
       reject(400, "malformed HTTP request: " + ec.message());
@@ -477,12 +526,13 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
         [self = this->shared_from_this(), res, sent = std::move(sent)](beast::error_code ec, size_t) {
           if (sent) sent();
           if (ec) {
+            if (ec == beast::error::timeout) self->countClosed(adapters::kClosedWriteTimeout);
             self->closeNow();
           } else if (self->close_after_) {
             self->finish();
           } else {
-            self->first_ = false;
-            self->waitForRequest();
+            self->first_ = false;  // the slot is earned: idle from now on, not new
+            if (self->enter(ConnectionTable::Phase::kIdle)) self->waitForRequest();
           }
         });
   }
@@ -551,12 +601,16 @@ struct ExtenderServer::Impl {
   ServerOptions options;
   std::shared_ptr<Shared> shared;
   std::unique_ptr<tcp::acceptor> acceptor;
+  std::unique_ptr<net::steady_timer> accept_retry;      // on the acceptor's strand
+  ThrottledWarning evicting, refusing, accept_failing;  // the acceptor's strand
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::vector<std::thread> io_threads;
   bool started = false;
 
   void accept();
   void onAccept(beast::error_code ec, tcp::socket socket);
+  bool makeRoom();
+  void acceptFailed(const beast::error_code& ec);
   template <class Stream>
   void startSession(std::shared_ptr<Session<Stream>> session);
 };
@@ -570,13 +624,20 @@ void ExtenderServer::Impl::accept() {
 void ExtenderServer::Impl::onAccept(beast::error_code ec, tcp::socket socket) {
   if (ec == net::error::operation_aborted || !acceptor->is_open()) return;  // stop()
   if (ec) {
-    // Out of file descriptors, say: the connection is lost but the listener goes on.
-    logger.warn("accept failed", {{"url", host + ":" + std::to_string(port)}, {"error", ec.message()}});
-  } else if (shared->connections.load() >= options.limits.max_connections) {
+    acceptFailed(ec);
+    return;
+  }
+  if (shared->table.size() >= shared->options.limits.max_connections && !makeRoom()) {
+    // Every connection is mid-request: this one waits for none of them.
+    shared->options.events.closed(adapters::kClosedRefused);  // counted first: tests watch the close
     beast::error_code ignored;
     socket.close(ignored);
-    logger.debug("connection refused: limits.maxConnections reached",
-                 {{"limit", std::to_string(options.limits.max_connections)}});
+    if (const uint64_t n = refusing.due()) {
+      logger.warn("connections refused: every connection is mid-request at limits.maxConnections",
+                  {{"url", host + ":" + std::to_string(port)},
+                   {"limit", std::to_string(shared->options.limits.max_connections)},
+                   {"refused", std::to_string(n)}});
+    }
   } else {
     socket.set_option(tcp::no_delay(true), ec);
     if (shared->tls) {
@@ -589,15 +650,53 @@ void ExtenderServer::Impl::onAccept(beast::error_code ec, tcp::socket socket) {
   accept();
 }
 
+// Closes the connection that least earned its slot (ConnectionTable's order); false when
+// every connection is mid-request.
+bool ExtenderServer::Impl::makeRoom() {
+  std::optional<ConnectionTable::Evicted> victim = shared->table.evictOne();
+  if (!victim) return false;
+  const char* reason = victim->phase == ConnectionTable::Phase::kNew       ? adapters::kClosedEvictedNew
+                       : victim->phase == ConnectionTable::Phase::kStarted ? adapters::kClosedEvictedStarted
+                                                                           : adapters::kClosedEvictedIdle;
+  shared->options.events.closed(reason);
+  if (victim->member) victim->member->close();  // null: it is being destroyed anyway
+  if (const uint64_t n = evicting.due()) {
+    logger.warn("closing the connections that least earned their slot: limits.maxConnections reached",
+                {{"url", host + ":" + std::to_string(port)},
+                 {"limit", std::to_string(shared->options.limits.max_connections)},
+                 {"closed", std::to_string(n)}});
+  }
+  return true;
+}
+
+// A failed accept leaves the connection in the backlog, so the acceptor pauses before the next
+// try instead of spinning on the same error. Out of file descriptors (or kernel memory), it
+// first closes a connection that has not earned its slot, so the next try has one.
+void ExtenderServer::Impl::acceptFailed(const beast::error_code& ec) {
+  shared->options.events.acceptFailed();
+  const bool out_of_descriptors = ec == net::error::no_descriptors ||
+                                  ec == boost::system::errc::too_many_files_open_in_system ||
+                                  ec == net::error::no_buffer_space || ec == net::error::no_memory;
+  if (const uint64_t n = accept_failing.due()) {
+    logger.warn(
+        "accepting connections failed; retrying every " + std::to_string(kAcceptRetry.count()) + " ms",
+        {{"url", host + ":" + std::to_string(port)},
+         {"error", ec.message()},
+         {"failures", std::to_string(n)},
+         {"hint", out_of_descriptors ? "raise the open-file limit (ulimit -n, the container runtime's "
+                                       "LimitNOFILE) or lower limits.maxConnections"
+                                     : "see the error"}});
+  }
+  if (out_of_descriptors) makeRoom();
+  accept_retry->expires_after(kAcceptRetry);
+  accept_retry->async_wait([this](beast::error_code wait_ec) {
+    if (!wait_ec && acceptor->is_open()) accept();
+  });
+}
+
 template <class Stream>
 void ExtenderServer::Impl::startSession(std::shared_ptr<Session<Stream>> session) {
-  uint64_t id = 0;
-  {
-    std::lock_guard lock(shared->sessions_mu);
-    id = ++shared->next_session;
-    shared->sessions.emplace(id, session);
-  }
-  session->start(id);
+  session->start(shared->table.add(session));
 }
 
 ExtenderServer::ExtenderServer(std::string host, int port, ExtenderHandler& handler, adapters::Logger& logger,
@@ -609,6 +708,10 @@ ExtenderServer::ExtenderServer(std::string host, int port, ExtenderHandler& hand
                                         std::move(options),
                                         nullptr,
                                         nullptr,
+                                        nullptr,
+                                        {},
+                                        {},
+                                        {},
                                         std::nullopt,
                                         {},
                                         false})) {}
@@ -624,6 +727,13 @@ std::string ExtenderServer::url() const {
 int ExtenderServer::inFlight() const { return impl_->shared ? impl_->shared->drain->open() : 0; }
 
 size_t ExtenderServer::connections() const { return impl_->shared ? impl_->shared->connections.load() : 0; }
+
+ExtenderServer::ConnectionCounts ExtenderServer::connectionCounts() const {
+  if (!impl_->shared) return {};
+  const ConnectionTable& t = impl_->shared->table;
+  using Phase = ConnectionTable::Phase;
+  return {t.count(Phase::kNew), t.count(Phase::kStarted), t.count(Phase::kIdle), t.count(Phase::kBusy)};
+}
 
 Status ExtenderServer::start() {
   Impl& m = *impl_;
@@ -664,6 +774,7 @@ Status ExtenderServer::start() {
     m.acceptor->set_option(net::socket_base::reuse_address(true));
     m.acceptor->bind(endpoint);
     m.acceptor->listen(net::socket_base::max_listen_connections);
+    m.accept_retry = std::make_unique<net::steady_timer>(m.acceptor->get_executor());
   } catch (const boost::system::system_error& e) {
     m.acceptor.reset();
     return cannot(e.code().message());
@@ -709,18 +820,11 @@ void ExtenderServer::stop() {
   net::post(m.acceptor->get_executor(), [&] {
     beast::error_code ignored;
     m.acceptor->close(ignored);
+    m.accept_retry->cancel();
     closed.set_value();
   });
   closed.get_future().wait();
-  std::vector<std::shared_ptr<SessionBase>> open;
-  {
-    std::lock_guard lock(m.shared->sessions_mu);
-    for (auto& [id, weak] : m.shared->sessions) {
-      if (auto s = weak.lock()) open.push_back(std::move(s));
-    }
-  }
-  for (const auto& s : open) s->close();
-  open.clear();
+  for (const auto& s : m.shared->table.members()) s->close();
   m.work.reset();
   const auto deadline = Clock::now() + std::chrono::seconds(2);
   while (m.shared->connections.load() > 0 && Clock::now() < deadline) {
@@ -734,6 +838,7 @@ void ExtenderServer::stop() {
   m.shared->ioc->restart();
   m.shared->ioc->poll();
   m.shared->workers->stop(report.handlers_returned);
+  m.accept_retry.reset();
   m.acceptor.reset();
 }
 

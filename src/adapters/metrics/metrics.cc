@@ -141,6 +141,20 @@ Metrics::Metrics(const std::string& version, adapters::PerNodeSeries per_node)
                     "binder, events, housekeeping, ticker, http. Anything above 0 is a bug to "
                     "report; the log line says what failed.")
               .Register(*registry_)),
+      connections_closed_(
+          prometheus::BuildCounter()
+              .Name("troupe_http_connections_closed_total")
+              .Help("HTTP connections Troupe closed on its own, by port (verbs, metrics) and reason: "
+                    "evicted_new, evicted_started, evicted_idle (closed to make room at "
+                    "limits.maxConnections: no byte sent, a header begun, idle longest), refused "
+                    "(at the cap with every connection mid-request), header_timeout, read_timeout, "
+                    "idle_timeout, write_timeout.")
+              .Register(*registry_)),
+      accept_errors_(prometheus::BuildCounter()
+                         .Name("troupe_http_accept_errors_total")
+                         .Help("Failed accepts on an HTTP port (verbs, metrics), such as no file "
+                               "descriptors left; the acceptor pauses 100 ms and tries again.")
+                         .Register(*registry_)),
       defrag_pending_(prometheus::BuildGauge()
                           .Name("troupe_defrag_advice_pending_pods")
                           .Help("Pending pods (a gang counts once) for which moving running pods would make "
@@ -303,6 +317,22 @@ void Metrics::defragEvicted(double pods) { defrag_evictions_.Increment(pods); }
 
 void Metrics::internalError(const std::string& where) {
   internal_errors_.Add({{"where", where}}).Increment();
+}
+
+adapters::ConnectionEvents Metrics::connectionEvents(const std::string& port) {
+  // The counters are made once here; a count is then one atomic add, even during a flood.
+  auto closed = std::make_shared<std::unordered_map<std::string, prometheus::Counter*>>();
+  for (const char* reason : adapters::kConnectionCloseReasons) {
+    (*closed)[reason] = &connections_closed_.Add({{"port", port}, {"reason", reason}});
+  }
+  prometheus::Counter* accept_errors = &accept_errors_.Add({{"port", port}});
+  return adapters::ConnectionEvents(
+      [closed, this, port](const std::string& reason) {
+        auto it = closed->find(reason);
+        (it != closed->end() ? *it->second : connections_closed_.Add({{"port", port}, {"reason", reason}}))
+            .Increment();
+      },
+      [accept_errors] { accept_errors->Increment(); });
 }
 
 std::string Metrics::serialize() {

@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "adapters/common/connection_events.h"
 #include "adapters/common/extender_metrics.h"
 #include "adapters/common/kube_metrics.h"
 #include "adapters/common/per_node_series.h"
@@ -65,6 +66,10 @@ class Metrics final : public adapters::ExtenderMetrics, public adapters::KubeMet
   // An exception caught at a thread entry or request boundary instead of ending the process;
   // where: watch | binder | events | housekeeping | ticker | http (adapters/common/internal_errors.h).
   void internalError(const std::string& where);
+  // What the HTTP listener `port` (verbs | metrics) reports about its connections: closed by
+  // it, by reason (troupe_http_connections_closed_total), and failed accepts
+  // (troupe_http_accept_errors_total). Creates the port's series, at 0.
+  adapters::ConnectionEvents connectionEvents(const std::string& port);
   // The text exposition format (version 0.0.4).
   std::string serialize() override;
 
@@ -96,6 +101,8 @@ class Metrics final : public adapters::ExtenderMetrics, public adapters::KubeMet
   prometheus::Family<prometheus::Counter>& kube_api_calls_;
   prometheus::Family<prometheus::Gauge>& kube_cached_;
   prometheus::Family<prometheus::Counter>& internal_errors_;
+  prometheus::Family<prometheus::Counter>& connections_closed_;
+  prometheus::Family<prometheus::Counter>& accept_errors_;
   prometheus::Gauge& defrag_pending_;
   prometheus::Gauge& defrag_gpus_;
   prometheus::Gauge& defrag_moves_;

@@ -38,7 +38,7 @@
 //   limits:                         # the HTTP server's (docs/security.md, Limits); defaults shown
 //     maxHeaderBytes: 65536         # request line + headers; more is 431
 //     maxBodyBytesInFlight: 134217728   # bodies being read or handled at once; more is 503
-//     maxConnections: 1024          # more are closed when accepted
+//     maxConnections: 1024          # per port; at the cap a new one closes an idle one
 //     headerTimeoutSeconds: 10      # a request's header, from its first byte (or the connection)
 //     readTimeoutSeconds: 60        # a whole request, header and body
 //     idleTimeoutSeconds: 120       # a kept-alive connection between requests
