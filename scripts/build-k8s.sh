@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # Build the e2e control-plane binaries (kube-apiserver, kube-scheduler, etcd,
-# kubectl) from the wrapper module tools/k8s in a single `go build`, into
+# kubectl) from a wrapper module in a single `go build`, into
 # build/k8s/<version>/bin/. Does nothing if every binary is newer than the
 # wrapper module's inputs (go.mod, go.sum, cmd/*/main.go). FORCE=1 rebuilds.
 #
-# Env: FORCE=1   rebuild even if up to date
-#      GO=go     Go toolchain to use (needs >= the go line of tools/k8s/go.mod)
+# Env: K8S_VERSION=v1.NN.P  the version to build (default: the one tools/k8s/go.mod
+#                           requires). Other versions need tools/k8s/versions/<V>/
+#                           (tools/k8s/gen-gomod.sh <V>); each keeps its binaries
+#                           in its own build/k8s/<V>/, so switching is free once built.
+#      FORCE=1   rebuild even if up to date
+#      GO=go     Go toolchain to use (needs >= the go line of the module's go.mod)
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-mod="$root/tools/k8s"
 GO="${GO:-go}"
-
-# Version comes from the single require line on k8s.io/kubernetes.
-V="$(awk '$1=="k8s.io/kubernetes" && $2 ~ /^v1\./ {print $2; exit}' "$mod/go.mod")"
-[ -n "$V" ] || { echo "build-k8s: no k8s.io/kubernetes requirement in $mod/go.mod" >&2; exit 1; }
+# shellcheck source=scripts/lib-k8s-version.sh
+. "$root/scripts/lib-k8s-version.sh"
+V="$(k8s_version "$root")" || exit 1
+mod="$(k8s_module_dir "$root" "$V")" || exit 1
 MINOR="$(echo "$V" | cut -d. -f2)"
 bin="$root/build/k8s/$V/bin"
 bins="kube-apiserver kube-scheduler etcd kubectl"
@@ -27,7 +30,7 @@ up_to_date() {
   local b i
   for b in $bins; do
     [ -x "$bin/$b" ] || return 1
-    for i in "$mod/go.mod" "$mod/go.sum" "$mod"/cmd/*/main.go; do
+    for i in "$mod/go.mod" "$mod/go.sum" "$root"/tools/k8s/cmd/*/main.go; do
       [ "$bin/$b" -nt "$i" ] || return 1
     done
   done
@@ -38,7 +41,14 @@ if up_to_date; then
   exit 0
 fi
 
-command -v "$GO" >/dev/null || { echo "build-k8s: '$GO' not found (need Go >= $(awk '$1=="go"{print $2}' "$mod/go.mod"))" >&2; exit 1; }
+need_go="$(awk '$1=="go"{print $2; exit}' "$mod/go.mod")"
+command -v "$GO" >/dev/null || { echo "build-k8s: '$GO' not found (need Go >= $need_go)" >&2; exit 1; }
+have_go="$("$GO" env GOVERSION | sed 's/^go//')"
+if [ "$("$GO" env GOTOOLCHAIN)" = local ] && [ "$(printf '%s\n%s\n' "$need_go" "$have_go" | sort -V | head -n1)" != "$need_go" ]; then
+  echo "build-k8s: Kubernetes $V needs Go >= $need_go, this is $have_go with GOTOOLCHAIN=local:" \
+    "set GOTOOLCHAIN=go<newer> (e.g. go1.27.3 for 1.38; the Go proxy serves it) or GO=" >&2
+  exit 1
+fi
 echo "build-k8s: $($GO version); building $V into $bin"
 echo "build-k8s: GOMODCACHE=$($GO env GOMODCACHE) GOCACHE=$($GO env GOCACHE)"
 mkdir -p "$bin"
@@ -56,6 +66,14 @@ done
 t="$(now)"
 pkgs=""
 for b in $bins; do pkgs+=" ./cmd/$b"; done
+if [ "$mod" != "$root/tools/k8s" ]; then
+  # A per-version module has only go.mod/go.sum: build it in build/k8s/<V>/mod
+  # beside a copy of the shared mains (go does not follow a symlinked cmd/).
+  src="$root/build/k8s/$V/mod"
+  rm -rf "$src" && mkdir -p "$src"
+  cp "$mod/go.mod" "$mod/go.sum" "$src/" && cp -r "$root/tools/k8s/cmd" "$src/cmd"
+  mod="$src"
+fi
 # One invocation so the packages shared by the four binaries compile once.
 # shellcheck disable=SC2086
 (cd "$mod" && CGO_ENABLED=0 "$GO" build -mod=readonly -trimpath -pgo=off \

@@ -40,11 +40,13 @@
 #                          TROUPE_REPLICAS > 1 (default 15s, 10s, 2s: kube-scheduler's and the
 #                          chart's defaults). A SIGKILLed leader is replaced within about
 #                          leaseDuration + retryPeriod.
-#   K8S_FEATURES=workload  Kubernetes' native gangs: kube-apiserver with
-#                          --feature-gates=GenericWorkload=true,GangScheduling=true and
-#                          --runtime-config=scheduling.k8s.io/v1alpha2=true (PodGroups served),
-#                          kube-scheduler with the same gates (its PodGroup cycle and the
-#                          GangScheduling plugin; docs/gangs-native.md). Default: none. Kept in
+#   K8S_VERSION=v1.NN.P    the Kubernetes to build (scripts/build-k8s.sh, build/k8s/<V>/) and run;
+#                          default: tools/k8s/go.mod's (docs/kubernetes-versions.md). Kept in state.env.
+#   K8S_FEATURES=workload  Kubernetes' native gangs: kube-apiserver with the Workload API's gates
+#                          and API version for K8S_VERSION (1.36: GenericWorkload,GangScheduling and
+#                          scheduling.k8s.io/v1alpha2; 1.37+: GenericWorkload and v1beta1; see
+#                          e2e_feature_gates in lib-e2e.sh), kube-scheduler with the same gates (its
+#                          PodGroup cycle and gang plugin; docs/gangs-native.md). Default: none. Kept in
 #                          state.env like TROUPE_MODE.
 #   TROUPE_DEPLOY=chart    the scheduler pair is the Helm chart's own pod, not host processes:
 #                          `helm install` of charts/troupe, its Deployment's two containers run
@@ -106,6 +108,8 @@ requested_deploy="${TROUPE_DEPLOY:-}"
 requested_tls="${TROUPE_TLS:-}"
 requested_replicas="${TROUPE_REPLICAS:-}"
 requested_features="${K8S_FEATURES:-}"
+requested_version="$K8S_VERSION"   # from K8S_VERSION or the default (lib-e2e.sh), before state.env
+requested_bin="$K8S_BIN"
 case "${requested_replicas:-1}" in
   '' | *[!0-9]* | 0) e2e_die "TROUPE_REPLICAS='$requested_replicas' must be a number >= 1" ;;
 esac
@@ -124,6 +128,9 @@ if e2e_load_state; then
     if [ -n "$requested_features" ] && [ "$requested_features" != "${K8S_FEATURES:-}" ]; then
       e2e_warn "running cluster was created with K8S_FEATURES='${K8S_FEATURES:-}' (requested '$requested_features'); run cluster-down first to change it"
     fi
+    if [ "$requested_version" != "$K8S_VERSION" ]; then
+      e2e_warn "running cluster runs Kubernetes $K8S_VERSION (requested $requested_version); run cluster-down first to change it"
+    fi
     if [ -n "$requested_replicas" ] && [ "$requested_replicas" != "$(e2e_replicas)" ]; then
       e2e_warn "running cluster was created with TROUPE_REPLICAS='$(e2e_replicas)' (requested '$requested_replicas'); run cluster-down first to change it"
     fi
@@ -138,7 +145,9 @@ if [ -f "$E2E_STATE" ] || compgen -G "$E2E_PIDS/*.pid" >/dev/null; then
 fi
 
 # ---- binaries ----------------------------------------------------------------
-"$E2E_ROOT/scripts/build-k8s.sh"
+K8S_VERSION="$requested_version"   # not a stale state.env's
+K8S_BIN="$requested_bin"
+K8S_VERSION="$K8S_VERSION" "$E2E_ROOT/scripts/build-k8s.sh"
 for b in etcd kube-apiserver kube-scheduler kubectl; do
   [ -x "$K8S_BIN/$b" ] || e2e_die "missing $K8S_BIN/$b"
 done

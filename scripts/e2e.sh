@@ -13,6 +13,7 @@
 #
 # Usage: scripts/e2e.sh [pytest args...]      e.g. scripts/e2e.sh -k nvlink -x
 # Env:   TROUPE_BIN=path  GO=path/to/go  NODES=N (fleet size of a new cluster)
+#        K8S_VERSION=v1.NN.P  the Kubernetes to build and run (docs/kubernetes-versions.md)
 #        E2E_KEEP=1       leave a cluster this script started running (for debugging)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -73,7 +74,12 @@ phase_done "python deps" "$(since "$t")"
 
 # ---- 2. control plane binaries (Go) ---------------------------------------------------------
 t="$(now)"
-need_go="$(awk '$1=="go"{print $2; exit}' tools/k8s/go.mod)"
+# shellcheck source=scripts/lib-k8s-version.sh
+. scripts/lib-k8s-version.sh
+k8s_asked="${K8S_VERSION:-}"
+k8s_v="$(k8s_version "$PWD")" || die "bad K8S_VERSION"
+k8s_mod="$(k8s_module_dir "$PWD" "$k8s_v")" || die "K8S_VERSION=$k8s_v has no wrapper module (tools/k8s/gen-gomod.sh $k8s_v)"
+need_go="$(awk '$1=="go"{print $2; exit}' "$k8s_mod/go.mod")"
 if [ -z "${GO:-}" ]; then
   if command -v go >/dev/null; then GO=go
   elif [ -x /usr/local/go/bin/go ]; then GO=/usr/local/go/bin/go
@@ -83,11 +89,12 @@ fi
 export GO
 if command -v "$GO" >/dev/null; then
   have_go="$("$GO" env GOVERSION 2>/dev/null | sed 's/^go//')"
-  if [ -n "$have_go" ] && [ "$(printf '%s\n%s\n' "$need_go" "$have_go" | sort -V | head -n1)" != "$need_go" ]; then
-    die "Go $have_go ($GO) is older than the go $need_go that tools/k8s/go.mod needs to build Kubernetes; install Go >= $need_go (https://go.dev/dl/) or set GO=/path/to/go"
+  # GOTOOLCHAIN=auto (Go's default) fetches a newer toolchain itself when go.mod asks for one.
+  if [ -n "$have_go" ] && [ "$("$GO" env GOTOOLCHAIN)" = local ] && [ "$(printf '%s\n%s\n' "$need_go" "$have_go" | sort -V | head -n1)" != "$need_go" ]; then
+    die "Go $have_go ($GO) is older than the go $need_go that ${k8s_mod#"$PWD"/}/go.mod needs to build Kubernetes $k8s_v; install Go >= $need_go (https://go.dev/dl/) or set GO=/path/to/go"
   fi
 fi
-if ! scripts/build-k8s.sh; then
+if ! K8S_VERSION="$k8s_v" scripts/build-k8s.sh; then
   command -v "$GO" >/dev/null ||
     die "the Go toolchain ('$GO') was not found: building kube-apiserver, kube-scheduler, etcd and kubectl (tools/k8s) needs Go >= $need_go; install it (https://go.dev/dl/) or set GO=/path/to/go"
   die "scripts/build-k8s.sh failed (see above)"
@@ -100,6 +107,8 @@ cluster_phase=1
 # shellcheck source=scripts/lib-e2e.sh
 . scripts/lib-e2e.sh
 if e2e_load_state && e2e_etcd_ok && e2e_apiserver_ok && e2e_scheduler_ok; then
+  [ -z "$k8s_asked" ] || [ "$K8S_VERSION" = "$k8s_v" ] ||
+    die "the running cluster runs Kubernetes $K8S_VERSION, not $k8s_v: run scripts/cluster-down.sh first"
   if [ "${TROUPE_DEPLOY:-}" = chart ]; then
     echo "[e2e.sh] reusing the running cluster (left running afterwards): the chart's pod runs $TROUPE_IMAGE"
   else

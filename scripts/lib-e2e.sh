@@ -31,7 +31,11 @@ E2E_KUBECONFIG="$E2E_DIR/kubeconfig"
 E2E_TROUPE_KUBECONFIG="$E2E_DIR/troupe-kubeconfig"
 E2E_RECORD="$E2E_DIR/record"   # request bodies Troupe recorded (kept by cluster-down)
 E2E_TROUPE_TLS="$E2E_DIR/troupe-tls"   # TROUPE_TLS=1: the extender's certificates
-K8S_VERSION="$(awk '$1=="k8s.io/kubernetes" && $2 ~ /^v1\./ {print $2; exit}' "$E2E_ROOT/tools/k8s/go.mod")"
+# shellcheck source=scripts/lib-k8s-version.sh
+. "$E2E_ROOT/scripts/lib-k8s-version.sh"
+# K8S_VERSION=v1.NN.P: the Kubernetes to build and run (default: tools/k8s/go.mod's; a running
+# cluster's state.env names its own).
+K8S_VERSION="$(k8s_version "$E2E_ROOT")" || exit 1
 K8S_BIN="${K8S_BIN:-$E2E_ROOT/build/k8s/$K8S_VERSION/bin}"
 KUBECTL="$K8S_BIN/kubectl"
 # Keep kubectl's per-server discovery cache out of ~/.kube (ports change every run).
@@ -309,18 +313,35 @@ e2e_leader() {
   return 1
 }
 
-# K8S_FEATURES (state.env): the feature gates and APIs of the control plane.
-# workload: Kubernetes' native gangs (PodGroups, scheduling.k8s.io/v1alpha2).
+# K8S_FEATURES (state.env): the feature gates and APIs of the control plane, per K8S_VERSION
+# (kube-apiserver refuses a gate it does not know, so they differ between minors).
+# workload: Kubernetes' native gangs (the Workload API).
+#   1.35: GenericWorkload + GangScheduling, scheduling.k8s.io/v1alpha1 (Workloads only: no
+#         PodGroup objects, which Troupe does not read there)
+#   1.36: GenericWorkload + GangScheduling, scheduling.k8s.io/v1alpha2 (PodGroups)
+#   1.37+: GenericWorkload (beta; GangScheduling and WorkloadAwarePreemption were folded into
+#         it), scheduling.k8s.io/v1beta1 (PodGroups; v1alpha2 was removed)
 e2e_feature_gates() {
   case "${K8S_FEATURES:-}" in
-    workload) echo "GenericWorkload=true,GangScheduling=true" ;;
+    workload)
+      if [ "$(k8s_minor "$K8S_VERSION")" -ge 37 ]; then
+        echo "GenericWorkload=true"
+      else
+        echo "GenericWorkload=true,GangScheduling=true"
+      fi ;;
   esac
+}
+# The scheduling.k8s.io version that serves the Workload API on K8S_VERSION.
+e2e_workload_api_version() {
+  local minor
+  minor="$(k8s_minor "$K8S_VERSION")"
+  if [ "$minor" -ge 37 ]; then echo v1beta1; elif [ "$minor" -eq 36 ]; then echo v1alpha2; else echo v1alpha1; fi
 }
 e2e_apiserver_feature_args() {
   local gates
   gates="$(e2e_feature_gates)"
   [ -n "$gates" ] || return 0
-  echo "--feature-gates=$gates --runtime-config=scheduling.k8s.io/v1alpha2=true"
+  echo "--feature-gates=$gates --runtime-config=scheduling.k8s.io/$(e2e_workload_api_version)=true"
 }
 e2e_scheduler_feature_args() {
   local gates
