@@ -11,6 +11,10 @@
 #   8. the container image (podman) and the chart's own pod as the scheduler pair (e2e)
 # Set TROUPE_SKIP_SANITIZERS=1, TROUPE_SKIP_FUZZ=1 and/or TROUPE_SKIP_E2E=1 for a fast local loop;
 # TROUPE_FUZZ_SECONDS sets the fuzzing time per target (default 15).
+# TROUPE_E2E_K8S_EXTRA="v1.37.2 v1.35.4 v1.38.0-beta.0" adds a compatibility slice of the e2e
+# (smoke, GPU pods, a gang, native PodGroups where served, the GPU invariant) on each of these
+# Kubernetes versions (docs/kubernetes-versions.md); opt-in, because each cold control-plane
+# build adds 8-13 minutes on a 2-core machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TROUPE_SHARED_DIR="${TROUPE_SHARED_DIR:-$(cd .. && pwd)/shared}"
@@ -90,6 +94,15 @@ if [[ "${TROUPE_SKIP_E2E:-0}" != "1" ]]; then
   scripts/e2e.sh
   step "end-to-end in Kubernetes mode over HTTPS with the 1.36 workload gates (native PodGroups): Troupe watches the API and binds; kube-scheduler calls it with a client certificate (scripts/e2e.sh, TROUPE_MODE=kube TROUPE_TLS=1)"
   K8S_FEATURES=workload TROUPE_MODE=kube TROUPE_TLS=1 TROUPE_E2E_DIR="$PWD/build/e2e-kube" TROUPE_BIN="$PWD/build/troupe" scripts/e2e.sh
+  for v in ${TROUPE_E2E_K8S_EXTRA:-}; do
+    step "end-to-end compatibility slice on Kubernetes $v in Kubernetes mode with its workload gates (K8S_VERSION=$v scripts/e2e.sh -k ...)"
+    # 1.38's modules need Go 1.27; the Go proxy serves that toolchain.
+    gt="${GOTOOLCHAIN:-}"
+    case "$v" in v1.3[0-7].*) ;; *) gt="${GOTOOLCHAIN_K8S_NEW:-go1.27.3}" ;; esac
+    GOTOOLCHAIN="$gt" K8S_VERSION="$v" K8S_FEATURES=workload TROUPE_MODE=kube TROUPE_E2E_DIR="$PWD/build/e2e-$v" \
+      TROUPE_BIN="$PWD/build/troupe" scripts/e2e.sh \
+      -k "test_smoke or test_gpu_pods_bind_to_nodes_that_can_host_them or test_32_member_gang or test_native_podgroups"
+  done
   step "the image (podman, a debootstrapped base) around the binary just tested, and its checks (scripts/image-build.sh --prebuilt; the full build: docs/image.md)"
   scripts/image-build.sh --prebuilt
   step "end-to-end with the chart's own pod as the scheduler pair: helm install, its two containers under podman with the chart's RBAC, tokens, config and probes; GPU pods, a gang, a queue limit, Prometheus, helm upgrade and uninstall (TROUPE_DEPLOY=chart scripts/e2e.sh)"
