@@ -170,9 +170,8 @@ Result<std::optional<GangSpec>> parseGang(const PodFacts& pod, std::chrono::mill
         "pod is in gang " + spec.key + " (" + spec.source + ") but Troupe cannot tell its size: ";
     if (native || spec.source == kPodGroupLabel) {
       // The PodGroup's API and the field that holds the minimum.
-      const std::string object = native
-                                     ? "(scheduling.k8s.io/v1alpha2) with spec.schedulingPolicy.gang.minCount"
-                                     : "(scheduling.x-k8s.io/v1alpha1) with spec.minMember";
+      const std::string object = native ? "(scheduling.k8s.io) with spec.schedulingPolicy.gang.minCount"
+                                        : "(scheduling.x-k8s.io/v1alpha1) with spec.minMember";
       why += (pod_group.absent.empty() ? "no PodGroup was read" : pod_group.absent) +
              " and the pod has no annotation troupe.dev/gang-size; create PodGroup " + *name + " " + object +
              ", or add troupe.dev/gang-size";

@@ -90,7 +90,7 @@ class KubeRuntime {
   sched::PodGroupLookup podGroupLookup() {
     return [this](const std::string& ns, const std::string& name) { return pod_groups_.lookup(ns, name); };
   }
-  // The same for native PodGroups (scheduling.k8s.io/v1alpha2, spec.schedulingGroup).
+  // The same for native PodGroups (scheduling.k8s.io, spec.schedulingGroup).
   sched::PodGroupLookup nativePodGroupLookup() {
     return [this](const std::string& ns, const std::string& name) { return native_groups_.lookup(ns, name); };
   }
@@ -123,6 +123,7 @@ class KubeRuntime {
   QueueSync queue_sync_;
   EventRecorder events_;
   PodGroupCache pod_groups_;
+  NativePodGroupApi native_api_;  // which scheduling.k8s.io version serves PodGroups
   PodGroupCache native_groups_;
   PodGroupStatusWriter group_status_;  // PodGroupScheduled, written by the queue thread
   Binder binder_;

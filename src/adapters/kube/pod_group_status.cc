@@ -1,7 +1,6 @@
 #include "adapters/kube/pod_group_status.h"
 
 #include "adapters/kube/kube_objects.h"
-#include "adapters/kube/pod_groups.h"
 
 namespace troupe::kube {
 namespace {
@@ -9,17 +8,22 @@ namespace {
 constexpr size_t kMaxQueued = 10000;
 constexpr int kMaxAttempts = 5;
 
-std::string objectPath(const std::string& key) {
+std::string objectPath(const std::string& base, const std::string& key) {
   const size_t slash = key.find('/');
-  return std::string(kNativePodGroupsPath) + "/namespaces/" + urlEncode(key.substr(0, slash)) +
-         "/podgroups/" + urlEncode(key.substr(slash + 1));
+  return base + "/namespaces/" + urlEncode(key.substr(0, slash)) + "/podgroups/" +
+         urlEncode(key.substr(slash + 1));
 }
 
 }  // namespace
 
 PodGroupStatusWriter::PodGroupStatusWriter(KubeTransport& api, adapters::Logger& logger, WallClock wall,
-                                           std::chrono::milliseconds settle)
-    : api_(api), logger_(logger), wall_(std::move(wall)), settle_(settle) {}
+                                           std::chrono::milliseconds settle, NativePodGroupApi* native)
+    : api_(api), logger_(logger), wall_(std::move(wall)), settle_(settle), native_(native) {
+  if (!native_) {
+    owned_native_ = std::make_unique<NativePodGroupApi>(api_);
+    native_ = owned_native_.get();
+  }
+}
 
 void PodGroupStatusWriter::enqueue(const std::string& key, bool scheduled, const std::string& message) {
   if (key.find('/') == std::string::npos) return;
@@ -73,7 +77,11 @@ size_t PodGroupStatusWriter::flush() {
 }
 
 bool PodGroupStatusWriter::write(const std::string& key, const Pending& p) {
-  const std::string path = objectPath(key);
+  const NativePodGroupApi::Served served = native_->served();
+  if (served.unknown) return false;         // try again later
+  if (served.version.empty()) return true;  // not served: nothing to write
+  const std::string path = objectPath(served.path(), key);
+  const std::string type = nativeScheduledCondition(served.version);
   ApiReply got = api_.request("GET", path);
   if (got.kind == ApiErrorKind::kNotFound) return true;  // gone (or the API is not served)
   if (!got.ok()) {
@@ -87,7 +95,7 @@ bool PodGroupStatusWriter::write(const std::string& key, const Pending& p) {
   const std::string reason = p.scheduled ? "Scheduled" : "Unschedulable";
   std::string transition = formatApiTime(wall_ ? wall_() : std::chrono::system_clock::now());
   for (const ApiCondition& c : conditionsOf(obj)) {
-    if (c.type != kPodGroupScheduled) continue;
+    if (c.type != type) continue;
     // kube-scheduler's rule: a scheduled group is not reported unschedulable afterwards.
     if (c.status == "True" && !p.scheduled) return true;
     if (c.status == status && c.reason == reason && c.message == p.message) return true;
@@ -98,7 +106,7 @@ bool PodGroupStatusWriter::write(const std::string& key, const Pending& p) {
     if (auto g = m->find("generation"); g != m->end() && g->is_number_integer())
       generation = g->get<int64_t>();
   }
-  Json condition = {{"type", kPodGroupScheduled},
+  Json condition = {{"type", type},
                     {"status", status},
                     {"reason", reason},
                     {"message", p.message},
@@ -114,7 +122,7 @@ bool PodGroupStatusWriter::write(const std::string& key, const Pending& p) {
     return false;
   }
   logger_.info("PodGroup status written",
-               {{"podgroup", key}, {"condition", std::string(kPodGroupScheduled) + "=" + status}});
+               {{"podgroup", key}, {"condition", type + "=" + status}, {"version", served.version}});
   return true;
 }
 

@@ -1,4 +1,5 @@
-// The PodGroupScheduled condition on native PodGroups (scheduling.k8s.io/v1alpha2) whose gang
+// The scheduled condition on native PodGroups (PodGroupScheduled on scheduling.k8s.io/v1alpha2,
+// PodGroupInitiallyScheduled from v1beta1 on: the version discovery finds) whose gang
 // Troupe admitted (True, reason Scheduled, the nodes in the message), timed out at its bind
 // barrier, or whose plan no bind reached (False, reason Unschedulable, Troupe's reason). kube-scheduler
 // writes the same condition after its own PodGroup cycle; like it, Troupe never turns True into False, so a
@@ -16,15 +17,15 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
 #include "adapters/common/logger.h"
 #include "adapters/kube/api_client.h"
+#include "adapters/kube/native_pod_group.h"
 
 namespace troupe::kube {
-
-inline constexpr const char* kPodGroupScheduled = "PodGroupScheduled";
 
 class PodGroupStatusWriter {
  public:
@@ -33,7 +34,8 @@ class PodGroupStatusWriter {
   // own (generic) condition right after each PodGroup cycle, which is when Troupe's notices
   // come; written a little later, Troupe's reason is the one that stays.
   PodGroupStatusWriter(KubeTransport& api, adapters::Logger& logger, WallClock wall = {},
-                       std::chrono::milliseconds settle = std::chrono::seconds(2));
+                       std::chrono::milliseconds settle = std::chrono::seconds(2),
+                       NativePodGroupApi* native = nullptr);
 
   // Queues the condition for PodGroup "namespace/name". Thread-safe; never calls the API.
   void enqueue(const std::string& key, bool scheduled, const std::string& message);
@@ -58,6 +60,8 @@ class PodGroupStatusWriter {
   adapters::Logger& logger_;
   WallClock wall_;
   const std::chrono::milliseconds settle_;
+  std::unique_ptr<NativePodGroupApi> owned_native_;  // when none was given
+  NativePodGroupApi* native_ = nullptr;
   mutable std::mutex mu_;
   std::map<std::string, Pending> pending_;
 };

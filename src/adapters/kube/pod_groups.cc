@@ -20,20 +20,23 @@ const Json* member(const Json& object, const char* key) {
 }  // namespace
 
 PodGroupCache::PodGroupCache(KubeTransport& api, adapters::Logger& logger, PodGroupOptions options,
-                             std::function<Clock::time_point()> clock, PodGroupApi which)
+                             std::function<Clock::time_point()> clock, PodGroupApi which,
+                             NativePodGroupApi* native)
     : api_(api),
       logger_(logger),
       options_(options),
       clock_(std::move(clock)),
       which_(which),
-      group_version_(which == PodGroupApi::kNative ? kNativePodGroupsPath : kGroupVersion) {}
+      group_version_(kGroupVersion),
+      native_(native) {
+  if (which_ == PodGroupApi::kNative && !native_) {
+    owned_native_ = std::make_unique<NativePodGroupApi>(api_, options_.no_crd_ttl, clock_);
+    native_ = owned_native_.get();
+  }
+}
 
 std::string PodGroupCache::notServed() const {
-  if (which_ == PodGroupApi::kNative) {
-    return "the API scheduling.k8s.io/v1alpha2 (PodGroups) is not served: start kube-apiserver with "
-           "--feature-gates=GenericWorkload=true,GangScheduling=true and "
-           "--runtime-config=scheduling.k8s.io/v1alpha2=true";
-  }
+  if (which_ == PodGroupApi::kNative) return NativePodGroupApi::notServedReason();
   return "the PodGroup CRD (podgroups.scheduling.x-k8s.io, v1alpha1) is not installed";
 }
 
@@ -45,26 +48,13 @@ sched::PodGroupInfo PodGroupCache::decode(const std::string& what, const std::st
     if (min && validMin(*min)) return {static_cast<int>(min->get<int64_t>()), ""};
     return {std::nullopt, what + " has no spec.minMember from 1 to 100000"};
   }
+  if (!doc.isOk()) return {std::nullopt, what + " could not be parsed"};
+  const NativePodGroup g = decodeNativePodGroup(doc.value(), what);
   sched::PodGroupInfo info;
-  const Json* policy = spec ? member(*spec, "schedulingPolicy") : nullptr;
-  const Json* gang = policy ? member(*policy, "gang") : nullptr;
-  const Json* min = gang ? member(*gang, "minCount") : nullptr;
-  if (min && validMin(*min)) {
-    info.min_member = static_cast<int>(min->get<int64_t>());
-  } else if (policy && member(*policy, "basic")) {
-    info.basic = true;
-  } else {
-    info.absent = what +
-                  " has neither spec.schedulingPolicy.gang.minCount from 1 to 100000 nor "
-                  "spec.schedulingPolicy.basic";
-    return info;
-  }
-  const Json* constraints = spec ? member(*spec, "schedulingConstraints") : nullptr;
-  const Json* topology = constraints ? member(*constraints, "topology") : nullptr;
-  if (topology && topology->is_array() && !topology->empty()) {
-    const Json* key = member((*topology)[0], "key");
-    if (key && key->is_string()) info.topology_key = key->get<std::string>();
-  }
+  info.min_member = g.min_count;
+  info.basic = g.basic;
+  info.absent = g.error;
+  if (g.error.empty()) info.topology_key = g.topology_key;
   return info;
 }
 
@@ -104,12 +94,15 @@ sched::PodGroupInfo PodGroupCache::read(const std::string& ns, const std::string
   const std::string what = "PodGroup " + ns + "/" + name;
   *ttl = options_.missing_ttl;
   std::string why;
-  if (!crdInstalled(&why)) {
+  std::string base = group_version_;
+  if (which_ == PodGroupApi::kNative) {
+    base = nativePath(&why, ttl);
+    if (base.empty()) return {std::nullopt, why};
+  } else if (!crdInstalled(&why)) {
     *ttl = options_.no_crd_ttl;
     return {std::nullopt, why};
   }
-  ApiReply r =
-      api_.request("GET", group_version_ + "/namespaces/" + urlEncode(ns) + "/podgroups/" + urlEncode(name));
+  ApiReply r = api_.request("GET", base + "/namespaces/" + urlEncode(ns) + "/podgroups/" + urlEncode(name));
   {
     std::lock_guard lock(mu_);
     ++reads_;
@@ -127,6 +120,18 @@ sched::PodGroupInfo PodGroupCache::read(const std::string& ns, const std::string
   sched::PodGroupInfo info = decode(what, r.body);
   if (info.min_member || info.basic) *ttl = options_.found_ttl;
   return info;
+}
+
+std::string PodGroupCache::nativePath(std::string* why, std::chrono::milliseconds* ttl) {
+  const NativePodGroupApi::Served served = native_->served();
+  if (!served.version.empty()) return served.path();
+  if (served.unknown) {
+    *why = "asking the API server which Workload API version it serves failed (" + served.error + ")";
+  } else {
+    *ttl = options_.no_crd_ttl;
+    *why = notServed();
+  }
+  return "";
 }
 
 bool PodGroupCache::crdInstalled(std::string* why) {

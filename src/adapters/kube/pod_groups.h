@@ -1,8 +1,9 @@
 // PodGroup objects a gang takes its minimum from, in one of two APIs:
 // - scheduler-plugins' coscheduling (scheduling.x-k8s.io/v1alpha1, a CRD): a gang named by the
 //   label scheduling.x-k8s.io/pod-group takes spec.minMember;
-// - Kubernetes' own (scheduling.k8s.io/v1alpha2, served when kube-apiserver enables it): a pod
-//   with spec.schedulingGroup.podGroupName takes spec.schedulingPolicy.gang.minCount (a `basic`
+// - Kubernetes' own (scheduling.k8s.io v1alpha2 on 1.36, v1beta1 on 1.37, v1 later: whichever
+//   discovery finds serving podgroups, native_pod_group.h): a pod with
+//   spec.schedulingGroup.podGroupName takes spec.schedulingPolicy.gang.minCount (a `basic`
 //   policy: no gang) and spec.schedulingConstraints.topology[0].key.
 //
 // Read on demand from the filter path (one GET per group, then cached: found groups for
@@ -15,12 +16,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 
 #include "adapters/common/logger.h"
 #include "adapters/kube/api_client.h"
+#include "adapters/kube/native_pod_group.h"
 #include "troupe/sched/gang.h"
 
 namespace troupe::kube {
@@ -35,17 +38,15 @@ struct PodGroupOptions {
 // Which PodGroup API a cache reads.
 enum class PodGroupApi {
   kSchedulerPlugins,  // scheduling.x-k8s.io/v1alpha1
-  kNative,            // scheduling.k8s.io/v1alpha2
+  kNative,            // scheduling.k8s.io, the version discovery finds (NativePodGroupApi)
 };
-
-inline constexpr const char* kNativePodGroupsPath = "/apis/scheduling.k8s.io/v1alpha2";
 
 class PodGroupCache {
  public:
   using Clock = std::chrono::steady_clock;
   PodGroupCache(KubeTransport& api, adapters::Logger& logger, PodGroupOptions options = {},
                 std::function<Clock::time_point()> clock = {},
-                PodGroupApi which = PodGroupApi::kSchedulerPlugins);
+                PodGroupApi which = PodGroupApi::kSchedulerPlugins, NativePodGroupApi* native = nullptr);
   PodGroupCache(const PodGroupCache&) = delete;
   PodGroupCache& operator=(const PodGroupCache&) = delete;
 
@@ -68,6 +69,8 @@ class PodGroupCache {
   bool crdInstalled(std::string* why);
   // The object's minimum (and, natively, its policy and topology), or `absent` set.
   sched::PodGroupInfo decode(const std::string& what, const std::string& body) const;
+  // Natively: the served version's path, or "" with `why` set.
+  std::string nativePath(std::string* why, std::chrono::milliseconds* ttl);
   std::string notServed() const;
 
   KubeTransport& api_;
@@ -75,7 +78,9 @@ class PodGroupCache {
   const PodGroupOptions options_;
   std::function<Clock::time_point()> clock_;
   const PodGroupApi which_;
-  const std::string group_version_;
+  const std::string group_version_;                  // scheduler-plugins' only
+  std::unique_ptr<NativePodGroupApi> owned_native_;  // when none was given
+  NativePodGroupApi* native_ = nullptr;
 
   mutable std::mutex mu_;  // guards everything below
   std::unordered_map<std::string, Entry> entries_;
