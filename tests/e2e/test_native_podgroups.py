@@ -1,15 +1,17 @@
-"""Kubernetes' own gangs (scheduling.k8s.io/v1alpha2 PodGroups, pods with spec.schedulingGroup)
-through kube-scheduler's PodGroup cycle and Troupe (docs/gangs-native.md).
+"""Kubernetes' own gangs (scheduling.k8s.io PodGroups: v1alpha2 on Kubernetes 1.36, v1beta1 on
+1.37, whichever the server serves; pods with spec.schedulingGroup) through kube-scheduler's
+PodGroup cycle and Troupe (docs/gangs-native.md, docs/kubernetes-versions.md).
 
 Needs TROUPE_MODE=kube and a control plane that serves the API: start it with
 `TROUPE_MODE=kube K8S_FEATURES=workload scripts/cluster-up.sh` (skipped otherwise, with the
-reason). kube-scheduler runs with GenericWorkload and GangScheduling, so its GangScheduling
-plugin holds members until minCount exist and its PodGroup cycle filters every member (Troupe's
+reason). kube-scheduler runs with the Workload API's gates (1.36: GenericWorkload and
+GangScheduling; 1.37: GenericWorkload, which took GangScheduling in), so its gang plugin holds members until minCount exist and its PodGroup cycle filters every member (Troupe's
 filter, per pod) before sending them all to bind at once.
 
 The module brings its own fake nodes (tests/e2e/gang_fleet.py): part "a" (4 x 8 GPUs) for the
 gang that binds, "b" (2 x 8) for the one too big to fit, "c" (4 x 8) for two competing gangs,
-"d" (2 x 8) for re-submission, "e" (2 x 8) for a cycle that fails on another plugin. Every test
+"d" (2 x 8) for re-submission, "e" (2 x 8) for a cycle that fails on another plugin, "f" (2 x 8)
+for a gang whose last member comes late. Every test
 checks that no GPU is given twice (gpu_invariant) and that Troupe holds nothing afterwards.
 """
 import time
@@ -22,22 +24,43 @@ from kubeapi import APIError
 from kubehelpers import KUBECONFIG
 from test_gangs import assert_all_or_nothing, watch
 
-PARTS = {"a": 4, "b": 2, "c": 4, "d": 2, "e": 2}
-GROUPS = "/apis/scheduling.k8s.io/v1alpha2"
+PARTS = {"a": 4, "b": 2, "c": 4, "d": 2, "e": 2, "f": 2}
+# Set by the native_api fixture: the served version's path, and the condition type a scheduled
+# PodGroup carries there (renamed PodGroupInitiallyScheduled in v1beta1).
+GROUPS = None
+SCHEDULED = None
+VERSIONS = ("v1", "v1beta1", "v1alpha2")  # newest first, as Troupe's discovery
+
+
+def served_podgroup_version(api):
+    """The scheduling.k8s.io version whose resources include podgroups (v1 is served everywhere,
+    for PriorityClasses), or None."""
+    for v in VERSIONS:
+        try:
+            doc = api.request("GET", f"/apis/scheduling.k8s.io/{v}")
+        except APIError as e:
+            if e.status == 404:
+                continue
+            raise
+        if any(r.get("name") == "podgroups" for r in doc.get("resources") or []):
+            return v
+    return None
 
 
 @pytest.fixture(scope="module", autouse=True)
 def native_api(e2e_state, api):
+    global GROUPS, SCHEDULED
     if e2e_state.get("TROUPE_MODE") != "kube":
         pytest.skip("native gangs need Troupe's bind barrier and its PodGroup reader, which need the "
                     "Kubernetes API: start the cluster with TROUPE_MODE=kube K8S_FEATURES=workload")
-    try:
-        api.request("GET", GROUPS)
-    except APIError as e:
-        if e.status == 404:
-            pytest.skip("the API server does not serve scheduling.k8s.io/v1alpha2 (PodGroups): start the "
-                        "cluster with K8S_FEATURES=workload (scripts/cluster-up.sh)")
-        raise
+    version = served_podgroup_version(api)
+    if version is None:
+        pytest.skip("the API server serves no PodGroups (scheduling.k8s.io v1, v1beta1 or v1alpha2): start the "
+                    "cluster with K8S_FEATURES=workload (scripts/cluster-up.sh) on Kubernetes 1.36 or later")
+    GROUPS = f"/apis/scheduling.k8s.io/{version}"
+    SCHEDULED = "PodGroupScheduled" if version == "v1alpha2" else "PodGroupInitiallyScheduled"
+    print(f"\n[measure] PodGroups served as scheduling.k8s.io/{version} (condition {SCHEDULED}) on "
+          f"Kubernetes {e2e_state.get('K8S_VERSION')}")
     return e2e_state
 
 
@@ -48,7 +71,7 @@ def fleet(native_api, troupe_url):
 
 def create_group(api, namespace, name, min_count):
     api.request("POST", f"{GROUPS}/namespaces/{namespace}/podgroups", {
-        "apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+        "apiVersion": GROUPS.removeprefix("/apis/"), "kind": "PodGroup",
         "metadata": {"name": name},
         "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
     })
@@ -75,7 +98,7 @@ def delete_group(api, namespace, name):
 def scheduled_condition(api, namespace, name):
     g = api.request("GET", f"{GROUPS}/namespaces/{namespace}/podgroups/{name}")
     for c in (g.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "PodGroupScheduled":
+        if c.get("type") == SCHEDULED:
             return c
     return None
 
@@ -89,7 +112,7 @@ def wait_condition(api, namespace, name, ok, timeout, what):
             seen.append(c)
         if c and ok(c):
             return c
-        assert time.monotonic() < deadline, f"PodGroup {name}: no PodGroupScheduled {what} after {timeout}s; seen {seen}"
+        assert time.monotonic() < deadline, f"PodGroup {name}: no {SCHEDULED} {what} after {timeout}s; seen {seen}"
         time.sleep(0.25)
 
 
@@ -258,3 +281,30 @@ def test_resubmitted_gang_under_the_same_podgroup_name_binds_again(api, namespac
         wait_condition(api, namespace, group, lambda c: c["status"] == "True", 20, f"True (round {i + 1})")
         delete_pods(api, namespace, names)
         wait_no_gang_holds(troupe_url, api)
+
+
+def test_podgroup_holds_members_until_the_last_arrives_then_binds_all(api, namespace, scheduler_name, fleet,
+                                                                    troupe_url, gpu_invariant):
+    # minCount 4, members of 4 GPUs on part f (2 x 8): 3 members wait, none bound; the 4th
+    # releases all 4, each with its troupe.dev/gpus.
+    create_group(api, namespace, "late", 4)
+    ms = members("late", 4, 4, fleet, "f", scheduler_name, timeout="120s")
+    names = [m["metadata"]["name"] for m in ms]
+    create_all(api, namespace, ms[:3])
+    hold_until = time.monotonic() + 8
+    while time.monotonic() < hold_until:
+        assert not bound(api, namespace, set(names)), "a member was bound before minCount members existed"
+        time.sleep(0.25)
+    t0 = time.monotonic()
+    create_all(api, namespace, ms[3:])
+    history = watch(api, namespace, {"late": names}, lambda c: c["late"] == 4, timeout=90)
+    assert_all_or_nothing(history, "late", 4)
+    print(f"\n[measure] PodGroup late (minCount 4, 3 held): all 4 bound {history[-1][0] - t0:.2f}s after the 4th")
+    pods = {p["metadata"]["name"]: p for p in api.list_pods(namespace)}
+    for n in names:
+        gpus = (pods[n]["metadata"].get("annotations") or {}).get("troupe.dev/gpus", "")
+        assert len(gpus.split(",")) == 4, f"{n}: troupe.dev/gpus={gpus!r}"
+    assert set(bound(api, namespace, set(names)).values()) == nodes_of_part(api, fleet, "f")
+    invariant(api)
+    delete_pods(api, namespace, names)
+    wait_no_gang_holds(troupe_url, api)
