@@ -1,7 +1,9 @@
-// Native PodGroups (scheduling.k8s.io/v1alpha2) in Kubernetes mode: the cache reads
-// spec.schedulingPolicy (gang minCount or basic) and the topology key, tells an API that is
-// not served apart from a missing object, and the PodGroupScheduled writer patches only its
-// condition, keeps lastTransitionTime and never turns True into False.
+// Native PodGroups (scheduling.k8s.io v1alpha2 on Kubernetes 1.36, v1beta1 on 1.37) in
+// Kubernetes mode: the cache reads spec.schedulingPolicy (gang minCount or basic) and the
+// topology key from the version the server serves, tells an API that is not served apart from a
+// missing object, and the scheduled-condition writer (PodGroupScheduled on v1alpha2,
+// PodGroupInitiallyScheduled from v1beta1) patches only its condition, keeps
+// lastTransitionTime and never turns True into False. Every case runs against both versions.
 #include <catch2/catch.hpp>
 #include <sstream>
 
@@ -21,11 +23,21 @@ using troupe::kube::PodGroupStatusWriter;
 using troupe::kube::replyFromHttp;
 using troupe::kube::testing::FakeApi;
 
-constexpr const char* kGroup = "/apis/scheduling.k8s.io/v1alpha2";
+constexpr const char* kApiGroup = "/apis/scheduling.k8s.io";
 
-// A kube-apiserver serving (or not) scheduling.k8s.io/v1alpha2 podgroups, with their status
-// subresource taking strategic merge patches of conditions keyed by type.
+// The condition a scheduled PodGroup carries in `version`.
+std::string scheduledType(const std::string& version) {
+  return version == "v1alpha2" ? "PodGroupScheduled" : "PodGroupInitiallyScheduled";
+}
+
+// A kube-apiserver serving (or not) scheduling.k8s.io/<version> podgroups, with their status
+// subresource taking strategic merge patches of conditions keyed by type. scheduling.k8s.io/v1
+// is served too, as everywhere, but for PriorityClasses only; other versions are 404.
 struct NativeServer {
+  explicit NativeServer(std::string v = "v1alpha2")
+      : version(std::move(v)), kGroup(std::string(kApiGroup) + "/" + version) {}
+  std::string version;
+  std::string kGroup;
   bool served = true;
   int status = 0;  // answer every object request with this status (0: normal)
   std::map<std::string, json> groups;
@@ -34,10 +46,15 @@ struct NativeServer {
   FakeApi::Hook hook() {
     return [this](const std::string& method, const std::string& path,
                   const std::string& body) -> std::optional<ApiReply> {
-      if (path.rfind(kGroup, 0) != 0) return std::nullopt;
+      if (path.rfind(kApiGroup, 0) != 0) return std::nullopt;
+      if (path == std::string(kApiGroup) + "/v1" && version != "v1")
+        return replyFromHttp(200, R"({"kind":"APIResourceList","resources":[{"name":"priorityclasses"}]})");
+      if (path.rfind(kGroup, 0) != 0 || (path.size() > kGroup.size() && path[kGroup.size()] != '/'))
+        return replyFromHttp(404, R"({"kind":"Status","message":"not found"})");
       if (!served) return replyFromHttp(404, R"({"kind":"Status","message":"not found"})");
       if (path == kGroup)
-        return replyFromHttp(200, R"({"kind":"APIResourceList","resources":[{"name":"podgroups"}]})");
+        return replyFromHttp(200, R"({"kind":"APIResourceList","resources":[{"name":"podgroups"},)"
+                                  R"({"name":"podgroups/status"}]})");
       if (status) return replyFromHttp(status, R"({"kind":"Status","message":"scripted"})");
       std::string rest = path.substr(std::string(kGroup).size() + std::string("/namespaces/").size());
       const bool sub = rest.size() > 7 && rest.compare(rest.size() - 7, 7, "/status") == 0;
@@ -69,8 +86,9 @@ struct NativeServer {
   }
 };
 
-json group(const std::string& name, json policy, json constraints = nullptr) {
-  json g = {{"apiVersion", "scheduling.k8s.io/v1alpha2"},
+json group(const std::string& name, json policy, json constraints = nullptr,
+           const std::string& version = "v1alpha2") {
+  json g = {{"apiVersion", "scheduling.k8s.io/" + version},
             {"kind", "PodGroup"},
             {"metadata", {{"name", name}, {"namespace", "ml"}, {"generation", 3}}},
             {"spec", {{"schedulingPolicy", policy}}}};
@@ -78,21 +96,23 @@ json group(const std::string& name, json policy, json constraints = nullptr) {
   return g;
 }
 
-json condition(const json& obj) {
+json condition(const json& obj, const std::string& version) {
   for (const json& c : obj["status"]["conditions"])
-    if (c["type"] == "PodGroupScheduled") return c;
+    if (c["type"] == scheduledType(version)) return c;
   return nullptr;
 }
 
 }  // namespace
 
 TEST_CASE("kube native PodGroups: minCount, basic and the topology key are read", "[kube][native-podgroup]") {
+  const std::string version = GENERATE("v1alpha2", "v1beta1");
+  CAPTURE(version);
   FakeApi api;
-  NativeServer server;
+  NativeServer server(version);
   server.groups["ml/train"] = group("train", {{"gang", {{"minCount", 8}}}},
-                                    {{"topology", json::array({{{"key", "troupe.dev/rack"}}})}});
-  server.groups["ml/solo"] = group("solo", {{"basic", json::object()}});
-  server.groups["ml/odd"] = group("odd", {{"gang", {{"minCount", 0}}}});
+                                    {{"topology", json::array({{{"key", "troupe.dev/rack"}}})}}, version);
+  server.groups["ml/solo"] = group("solo", {{"basic", json::object()}}, nullptr, version);
+  server.groups["ml/odd"] = group("odd", {{"gang", {{"minCount", 0}}}}, nullptr, version);
   api.setHook(server.hook());
   std::ostringstream log;
   troupe::adapters::Logger logger(log, troupe::adapters::LogLevel::kDebug);
@@ -120,15 +140,17 @@ TEST_CASE("kube native PodGroups: minCount, basic and the topology key are read"
 
   // Forgotten when its gang ends: a group re-created under the name is read afresh.
   server.status = 0;
-  server.groups["ml/train"] = group("train", {{"gang", {{"minCount", 2}}}});
+  server.groups["ml/train"] = group("train", {{"gang", {{"minCount", 2}}}}, nullptr, version);
   cache.forget("ml/train");
   CHECK(cache.lookup("ml", "train").min_member == 2);
 }
 
 TEST_CASE("kube native PodGroups: an API that is not served says how to enable it",
           "[kube][native-podgroup]") {
+  const std::string version = GENERATE("v1alpha2", "v1beta1");
+  CAPTURE(version);
   FakeApi api;
-  NativeServer server;
+  NativeServer server(version);
   server.served = false;
   api.setHook(server.hook());
   std::ostringstream log;
@@ -136,17 +158,19 @@ TEST_CASE("kube native PodGroups: an API that is not served says how to enable i
   PodGroupCache cache(api, logger, PodGroupOptions{}, {}, PodGroupApi::kNative);
   troupe::sched::PodGroupInfo info = cache.lookup("ml", "train");
   CHECK_FALSE(info.min_member);
-  CHECK_THAT(info.absent, Catch::Contains("scheduling.k8s.io/v1alpha2"));
+  CHECK_THAT(info.absent, Catch::Contains("scheduling.k8s.io/" + version));
   CHECK_THAT(info.absent, Catch::Contains("GenericWorkload"));
   CHECK_THAT(info.absent, Catch::Contains("--runtime-config"));
   CHECK(api.count("GET", "/podgroups/train") == 0);
 }
 
-TEST_CASE("kube native PodGroups: PodGroupScheduled is patched alone and never regresses",
+TEST_CASE("kube native PodGroups: the scheduled condition is patched alone and never regresses",
           "[kube][native-podgroup]") {
+  const std::string version = GENERATE("v1alpha2", "v1beta1");
+  CAPTURE(version);
   FakeApi api;
-  NativeServer server;
-  server.groups["ml/train"] = group("train", {{"gang", {{"minCount", 2}}}});
+  NativeServer server(version);
+  server.groups["ml/train"] = group("train", {{"gang", {{"minCount", 2}}}}, nullptr, version);
   server.groups["ml/train"]["status"]["conditions"] =
       json::array({{{"type", "DisruptionTarget"}, {"status", "False"}, {"reason", "x"}}});
   api.setHook(server.hook());
@@ -163,14 +187,15 @@ TEST_CASE("kube native PodGroups: PodGroupScheduled is patched alone and never r
   writer.enqueue("ml/train", false, "late timeout");
   CHECK(writer.queued() == 1);
   CHECK(writer.flush() == 1);
-  json c = condition(server.groups["ml/train"]);
+  json c = condition(server.groups["ml/train"], version);
   REQUIRE(c.is_object());
   CHECK(c["status"] == "True");
   CHECK(c["reason"] == "Scheduled");
   CHECK(c["observedGeneration"] == 3);
   CHECK_THAT(c["message"].get<std::string>(), Catch::Contains("n1"));
   const std::string since = c["lastTransitionTime"];
-  // The other condition is untouched: only PodGroupScheduled was in the patch.
+  // The other condition is untouched: only the scheduled condition was in the patch.
+  CHECK(c["type"] == scheduledType(version));
   CHECK(server.groups["ml/train"]["status"]["conditions"].size() == 2);
   const std::vector<FakeApi::Call> calls = api.calls();
   REQUIRE_FALSE(calls.empty());
@@ -181,22 +206,22 @@ TEST_CASE("kube native PodGroups: PodGroupScheduled is patched alone and never r
   // True is never turned into False, and the same condition again is not written.
   writer.enqueue("ml/train", false, "gang ml/train: only 1 of 2 members reached bind");
   CHECK(writer.flush() == 1);  // done, by leaving it alone
-  CHECK(condition(server.groups["ml/train"])["status"] == "True");
+  CHECK(condition(server.groups["ml/train"], version)["status"] == "True");
   const int patches = api.count("PATCH", "/status");
   wall += std::chrono::seconds(60);
   writer.enqueue("ml/train", true,
                  "gang ml/train admitted by Troupe: 2 members bound together on node n1 x2");
   writer.flush();
   CHECK(api.count("PATCH", "/status") == patches);
-  CHECK(condition(server.groups["ml/train"])["lastTransitionTime"] == since);
+  CHECK(condition(server.groups["ml/train"], version)["lastTransitionTime"] == since);
 
   // False on a fresh group; a gone group is dropped; an unreachable server is retried, then given up.
-  server.groups["ml/big"] = group("big", {{"gang", {{"minCount", 9}}}});
+  server.groups["ml/big"] = group("big", {{"gang", {{"minCount", 9}}}}, nullptr, version);
   writer.enqueue("ml/big", false, "gang ml/big: only 3 of 9 members reached bind within 20s");
   writer.enqueue("ml/gone", true, "x");
   writer.flush();
-  CHECK(condition(server.groups["ml/big"])["status"] == "False");
-  CHECK(condition(server.groups["ml/big"])["reason"] == "Unschedulable");
+  CHECK(condition(server.groups["ml/big"], version)["status"] == "False");
+  CHECK(condition(server.groups["ml/big"], version)["reason"] == "Unschedulable");
   CHECK(writer.queued() == 0);
   server.status = 500;
   writer.enqueue("ml/big", true, "admitted");
