@@ -11,7 +11,7 @@
 #   8. the container image (podman) and the chart's own pod as the scheduler pair (e2e)
 # Set TROUPE_SKIP_SANITIZERS=1, TROUPE_SKIP_FUZZ=1 and/or TROUPE_SKIP_E2E=1 for a fast local loop;
 # TROUPE_FUZZ_SECONDS sets the fuzzing time per target (default 15).
-# TROUPE_E2E_K8S_EXTRA="v1.37.2 v1.35.4 v1.38.0-beta.0" adds a compatibility slice of the e2e
+# TROUPE_E2E_K8S_EXTRA="v1.36.3 v1.35.4 v1.38.0-beta.0" adds a compatibility slice of the e2e
 # (smoke, GPU pods, a gang, native PodGroups where served, the GPU invariant) on each of these
 # Kubernetes versions (docs/kubernetes-versions.md); opt-in, because each cold control-plane
 # build adds 8-13 minutes on a 2-core machine.
@@ -90,9 +90,9 @@ if [[ -x build/bench/troupe_bench ]]; then
   build/bench/troupe_bench --quick
 fi
 if [[ "${TROUPE_SKIP_E2E:-0}" != "1" ]]; then
-  step "end-to-end: real kube-scheduler v1.36 + Troupe on a local control plane (scripts/e2e.sh)"
+  step "end-to-end: real kube-scheduler v1.37 + Troupe on a local control plane (scripts/e2e.sh)"
   scripts/e2e.sh
-  step "end-to-end in Kubernetes mode over HTTPS with the 1.36 workload gates (native PodGroups): Troupe watches the API and binds; kube-scheduler calls it with a client certificate (scripts/e2e.sh, TROUPE_MODE=kube TROUPE_TLS=1)"
+  step "end-to-end in Kubernetes mode over HTTPS with the 1.37 workload gates (native PodGroups, scheduling.k8s.io/v1beta1): Troupe watches the API and binds; kube-scheduler calls it with a client certificate (scripts/e2e.sh, TROUPE_MODE=kube TROUPE_TLS=1)"
   K8S_FEATURES=workload TROUPE_MODE=kube TROUPE_TLS=1 TROUPE_E2E_DIR="$PWD/build/e2e-kube" TROUPE_BIN="$PWD/build/troupe" scripts/e2e.sh
   for v in ${TROUPE_E2E_K8S_EXTRA:-}; do
     step "end-to-end compatibility slice on Kubernetes $v in Kubernetes mode with its workload gates (K8S_VERSION=$v scripts/e2e.sh -k ...)"
