@@ -23,10 +23,10 @@ const sched::QueueClock::time_point kNow = sched::QueueClock::time_point{} + std
 
 struct Scenario {
   const char* name;
-  int victim_gpus;     // GPUs per victim pod
-  int victim_gang;     // members per victim gang (1: pods on their own)
-  int waiting_gpus;    // GPUs per waiting pod
-  int64_t owed_gpus;   // the waiting queue's guarantee (it holds nothing)
+  int victim_gpus;    // GPUs per victim pod
+  int victim_gang;    // members per victim gang (1: pods on their own)
+  int waiting_gpus;   // GPUs per waiting pod
+  int64_t owed_gpus;  // the waiting queue's guarantee (it holds nothing)
 };
 
 // Every node full of batch's pods; research guaranteed owed_gpus and asking for 25% more.
@@ -127,14 +127,16 @@ int main(int argc, char** argv) {
       for (int r = 0; r < runs; ++r) {
         auto t0 = std::chrono::steady_clock::now();
         std::optional<sched::ReclaimPlan> plan = sched::planReclaim(w.in);
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
         victims = plan ? plan->victims.size() : 0;
         served = plan ? plan->served.size() : 0;
       }
       std::sort(ms.begin(), ms.end());
       const double p50 = ms[ms.size() / 2];
       std::printf("  %5d nodes, %-52s %5zu victims for %5zu pods: %7.1f / %7.1f ms, %8.0f victims/s\n", nodes,
-                  s.name, victims, served, p50, ms.back(), p50 > 0 ? 1000.0 * static_cast<double>(victims) / p50 : 0);
+                  s.name, victims, served, p50, ms.back(),
+                  p50 > 0 ? 1000.0 * static_cast<double>(victims) / p50 : 0);
     }
   }
   return 0;

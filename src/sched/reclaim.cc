@@ -290,6 +290,7 @@ class Planner {
     taken_ = Taken{};
     used_.clear();
     per_request_.clear();
+    placed_.clear();
     eligible_.clear();
     at_node_.assign(input_.nodes.size(), {});
     for (const Unit& u : units_) {
@@ -308,6 +309,7 @@ class Planner {
     for (const Waiting& w : qw.waiting) {
       if (left <= 0) break;
       if (w.milli > left) continue;
+      served_index_ = served.size();
       ReclaimServed s;
       s.key = w.key;
       s.gang = w.gang;
@@ -325,7 +327,81 @@ class Planner {
       served.push_back(std::move(s));
     }
     if (victims.empty()) return std::nullopt;
+    dropUnneeded(victims, served);
     return describe(*qw.q, served, victims);
+  }
+
+  // A unit taken for one pod may be spared once later pods are placed: two 1-GPU pods served
+  // one after the other may each have taken a unit when one 2-GPU unit would do for both. So
+  // each unit, the costliest first, is given back (its members on their GPUs again) if the pods
+  // placed on its nodes can be placed again in the round's room (a gang's member on its node).
+  void dropUnneeded(std::vector<const Unit*>& victims, std::vector<ReclaimServed>& served) {
+    std::vector<const Unit*> order = victims;
+    std::sort(order.begin(), order.end(), [](const Unit* a, const Unit* b) { return cheaper(*b, *a); });
+    std::set<const Unit*> dropped;
+    std::map<size_t, std::set<size_t>> on_node;  // node index -> placed_ indices
+    for (size_t k = 0; k < placed_.size(); ++k) on_node[placed_[k].node].insert(k);
+    for (const Unit* u : order) {
+      std::map<size_t, model::NodeState> trial;  // node index -> the round's node, changed
+      for (const std::string& name : u->nodes) {
+        if (std::optional<size_t> i = round_->indexOf(name)) trial.emplace(*i, round_->at(*i));
+      }
+      std::vector<size_t> displaced;
+      bool ok = true;
+      for (auto& [i, node] : trial) {
+        for (size_t k : on_node[i]) {
+          displaced.push_back(k);
+          node.remove(placed_[k].pod->uid);
+        }
+      }
+      // A gang's member may only go back to its own node (its gang's placement stays as
+      // planned): placed first, then the pods on their own anywhere.
+      std::stable_partition(displaced.begin(), displaced.end(), [&](size_t k) { return placed_[k].gang; });
+      for (const QueuedPod* m : u->members) {
+        std::optional<size_t> i = round_->indexOf(m->node);
+        const model::Allocation* a = i ? input_.nodes[*i]->find(m->uid) : nullptr;
+        ok = ok && a && trial.at(*i).add(*a).isOk();
+      }
+      std::map<size_t, size_t> moved;  // placed_ index -> its new node
+      for (size_t k : displaced) {
+        if (!ok) break;
+        const Placed& p = placed_[k];
+        bool fit = false;
+        if (p.gang) {
+          ok = placeInto(trial.at(p.node), *p.pod, p.req);
+          continue;
+        }
+        for (auto& [i, node] : trial) {
+          if (placeInto(node, *p.pod, p.req)) {
+            moved[k] = i;
+            fit = true;
+            break;
+          }
+        }
+        if (!fit) {
+          for (size_t i : perRequest(p.req).fits) {
+            if (trial.contains(i)) continue;
+            model::NodeState& node = trial.emplace(i, round_->at(i)).first->second;
+            if (placeInto(node, *p.pod, p.req)) {
+              moved[k] = i;
+              fit = true;
+              break;
+            }
+          }
+        }
+        ok = fit;
+      }
+      if (!ok) continue;
+      for (auto& [i, node] : trial) round_->touch(i) = std::move(node);
+      for (const auto& [k, i] : moved) {
+        on_node[placed_[k].node].erase(k);
+        on_node[i].insert(k);
+        placed_[k].node = i;
+        served[placed_[k].served].nodes[placed_[k].member] = round_->at(i).info().name;
+      }
+      dropped.insert(u);
+    }
+    std::erase_if(victims, [&](const Unit* u) { return dropped.contains(u); });
   }
 
   // Static rules for a unit to be a victim for the waiting queue (the round's rules: take()).
@@ -429,20 +505,24 @@ class Planner {
     }
   }
 
+  static bool placeInto(model::NodeState& node, const QueuedPod& pod, const GpuRequest& req) {
+    std::optional<Placement> p = placeOnNode(node, req);
+    if (!p) return false;
+    model::Allocation a;
+    a.pod_uid = pod.uid;
+    a.pod_key = pod.key;
+    a.node = node.info().name;
+    a.gpus = p->gpus;
+    a.unknown_gpus = p->dra_gpus;
+    a.milli_per_gpu = req.milli_per_gpu;
+    return node.add(a).isOk();
+  }
+
   // Places a waiting pod on node i of the round (it fits there).
   void reserve(size_t i, const QueuedPod& pod, const GpuRequest& req, ReclaimServed& s) {
     model::NodeState& node = round_->touch(i);
-    std::optional<Placement> p = placeOnNode(node, req);
-    if (p) {
-      model::Allocation a;
-      a.pod_uid = pod.uid;
-      a.pod_key = pod.key;
-      a.node = node.info().name;
-      a.gpus = p->gpus;
-      a.unknown_gpus = p->dra_gpus;
-      a.milli_per_gpu = req.milli_per_gpu;
-      (void)node.add(a);
-    }
+    (void)placeInto(node, pod, req);
+    placed_.push_back({served_index_, s.uids.size(), i, req, &pod, false});
     s.uids.push_back(pod.uid);
     s.nodes.push_back(node.info().name);
   }
@@ -603,6 +683,7 @@ class Planner {
       a.milli_per_gpu = w.req.milli_per_gpu;
       a.gang = w.key;
       (void)node.add(a);
+      placed_.push_back({served_index_, s.uids.size(), *i, w.req, w.pods[k], true});
       s.uids.push_back(w.pods[k]->uid);
       s.nodes.push_back(slot.node);
     }
@@ -680,6 +761,17 @@ class Planner {
   std::vector<const Unit*> eligible_;              // cost order
   std::vector<std::vector<const Unit*>> at_node_;  // per node index, cost order
   std::deque<PerRequest> per_request_;             // deque: stable while a reference is held
+  // Where the round placed each waiting pod: served[served].nodes[member] is its node.
+  struct Placed {
+    size_t served = 0;
+    size_t member = 0;
+    size_t node = 0;
+    GpuRequest req;
+    const QueuedPod* pod = nullptr;
+    bool gang = false;
+  };
+  std::vector<Placed> placed_;
+  size_t served_index_ = 0;
 };
 
 }  // namespace

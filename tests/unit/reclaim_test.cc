@@ -594,6 +594,21 @@ bool replayFits(const ReclaimInput& in, const std::set<std::string>& victim_uids
 // Every rule of reclaim.h, checked on one plan.
 void checkPlan(const ReclaimInput& in, const ReclaimPlan& plan) {
   INFO(plan.reason);
+  std::string layout;  // what the plan did, for a failure's message
+  for (const ReclaimVictim& v : plan.victims)
+    layout += " evict " + v.key + "@" + v.node + ":" + std::to_string(v.milli);
+  for (const ReclaimServed& s : plan.served) {
+    for (size_t i = 0; i < s.uids.size(); ++i) layout += " place " + s.uids[i] + "@" + s.nodes[i];
+  }
+  for (const model::NodeState* n : in.nodes) {
+    layout += " | " + n->info().name + ":";
+    for (const auto& [uid, a] : n->allocations()) {
+      layout += " " + uid + "[";
+      for (int g : a.gpus) layout += std::to_string(g);
+      layout += "]" + std::to_string(a.milli_per_gpu);
+    }
+  }
+  INFO(layout);
   const QueueStatus& mine = statusOf(in, plan.queue);
   REQUIRE(mine.spec.guaranteed.milli);
   CHECK(mine.allocated_milli < *mine.spec.guaranteed.milli);
@@ -781,8 +796,8 @@ namespace {
 
 // The issue's cluster: 20 nodes of 8 GPUs full of batch's 1-GPU pods (pod i started i minutes
 // ago), research guaranteed `guaranteed` GPUs with `pending` 1-GPU pods waiting.
-Cluster fullOfOneGpuPods(int64_t batch_fair_milli, int64_t guaranteed, int pending, int gang_size = 1) {
-  Cluster c;
+void fullOfOneGpuPods(Cluster& c, int64_t batch_fair_milli, int64_t guaranteed, int pending,
+                      int gang_size = 1) {
   for (int n = 0; n < 20; ++n) c.node("n" + std::to_string(n), 8);
   c.queue("batch", 0, batch_fair_milli);
   c.queue("research", guaranteed * 1000, guaranteed * 1000, false);
@@ -792,13 +807,13 @@ Cluster fullOfOneGpuPods(int64_t batch_fair_milli, int64_t guaranteed, int pendi
             std::chrono::minutes(10 + (gang_size > 1 ? i / gang_size : i)), gang);
   }
   for (int i = 0; i < pending; ++i) c.pending("r" + std::to_string(i), "research", 1000);
-  return c;
 }
 
 }  // namespace
 
 TEST_CASE("reclaim: one round frees the waiting queue's whole debt, no more", "[reclaim][round]") {
-  Cluster c = fullOfOneGpuPods(96000, 64, 80);
+  Cluster c;
+  fullOfOneGpuPods(c, 96000, 64, 80);
   ReclaimInput in = c.input();
   std::optional<ReclaimPlan> plan = planReclaim(in);
   REQUIRE(plan);
@@ -815,7 +830,8 @@ TEST_CASE("reclaim: one round frees the waiting queue's whole debt, no more", "[
 
 TEST_CASE("reclaim: a round stops where the victims' queue reaches its fair share", "[reclaim][round]") {
   // batch may give up only what it holds above its fair share of 150: 10 GPUs.
-  Cluster c = fullOfOneGpuPods(150000, 64, 80);
+  Cluster c;
+  fullOfOneGpuPods(c, 150000, 64, 80);
   ReclaimInput in = c.input();
   std::optional<ReclaimPlan> plan = planReclaim(in);
   REQUIRE(plan);
@@ -827,7 +843,8 @@ TEST_CASE("reclaim: a round stops where the victims' queue reaches its fair shar
 TEST_CASE("reclaim: a round takes victim gangs whole and fills what they free", "[reclaim][round]") {
   // 4-member gangs as victims: 16 gangs free the 64 GPUs; the 3 spare GPUs a gang frees for one
   // pod go to the next pods, so no gang is taken for room that is already free.
-  Cluster c = fullOfOneGpuPods(96000, 64, 80, 4);
+  Cluster c;
+  fullOfOneGpuPods(c, 96000, 64, 80, 4);
   ReclaimInput in = c.input();
   std::optional<ReclaimPlan> plan = planReclaim(in);
   REQUIRE(plan);
@@ -845,7 +862,8 @@ TEST_CASE("reclaim: a round takes victim gangs whole and fills what they free", 
 
 TEST_CASE("reclaim: a round serves pods that fit already first and evicts only for the rest",
           "[reclaim][round]") {
-  Cluster c = fullOfOneGpuPods(96000, 64, 80);
+  Cluster c;
+  fullOfOneGpuPods(c, 96000, 64, 80);
   c.node("spare", 8);  // 8 GPUs free: 8 of the 64 need no eviction
   ReclaimInput in = c.input();
   std::optional<ReclaimPlan> plan = planReclaim(in);
