@@ -694,6 +694,7 @@ class Planner {
                        const std::vector<const Unit*>& chosen) const {
     ReclaimPlan plan;
     plan.queue = mine.spec.name;
+    plan.held_milli = mine.allocated_milli;
     plan.served = served;
     std::map<std::string, std::pair<int64_t, int>> by_queue;  // queue -> (milli, pods)
     for (const Unit* u : chosen) {

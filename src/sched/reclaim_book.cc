@@ -60,6 +60,16 @@ void ReclaimBook::podBound(const std::string& uid) {
   if (plan_ && unbound_.contains(uid)) settledLocked(uid);
 }
 
+void ReclaimBook::queueHolds(const std::string& queue, int64_t milli) {
+  std::lock_guard lock(mu_);
+  if (!plan_ || queue != plan_->queue || unbound_.empty()) return;
+  int64_t owed = 0;
+  for (const ReclaimServed& s : plan_->served) owed += s.milli;
+  if (milli < plan_->held_milli + owed) return;
+  unbound_.clear();
+  if (waiting_for_.empty()) plan_.reset();
+}
+
 std::set<std::string> ReclaimBook::waitingPods() const {
   std::lock_guard lock(mu_);
   return plan_ ? unbound_ : std::set<std::string>{};

@@ -120,3 +120,28 @@ TEST_CASE("reclaim book: a round is held until its victims are gone and its pods
   CHECK(book.inFlight(kT0 + std::chrono::seconds(119)));
   CHECK_FALSE(book.inFlight(kT0 + std::chrono::minutes(2)));
 }
+
+TEST_CASE("reclaim book: a round is settled once its queue holds what it was for, whichever pods bound",
+          "[reclaim]") {
+  ReclaimBook book;
+  ReclaimPlan plan = twoVictims();
+  plan.held_milli = 1000;
+  ReclaimServed a;
+  a.key = "research/train-0";
+  a.milli = 4000;
+  a.uids = {"w0"};
+  a.nodes = {"n1"};
+  ReclaimServed b = a;
+  b.key = "research/train-1";
+  b.uids = {"w1"};
+  plan.served = {a, b};
+  REQUIRE(book.start(plan, kT0, kT0 + std::chrono::minutes(2)));
+  book.podGone("u1");
+  book.podGone("u2");
+  book.queueHolds("research", 8000);  // 1 + 8 needed
+  book.queueHolds("batch", 20000);    // another queue's holding settles nothing
+  CHECK(book.inFlight(kT0));
+  // kube-scheduler bound train-7 and train-8 of research rather than train-0 and train-1.
+  book.queueHolds("research", 9000);
+  CHECK_FALSE(book.inFlight(kT0));
+}

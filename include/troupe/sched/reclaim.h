@@ -53,6 +53,7 @@ struct ReclaimPlan {
   // Every waiting pod and gang the round counted, in the order planned; the plan ends (and the
   // victims' nodes stop being held) once these are bound and the victims gone.
   std::vector<ReclaimServed> served;
+  int64_t held_milli = 0;              // what the queue held when the round was planned
   std::vector<ReclaimVictim> victims;  // whole gangs only
   int64_t freed_milli = 0;
   // Said on each victim's eviction Event and on the waiting pod: who is evicted for whom, and why.

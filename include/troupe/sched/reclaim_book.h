@@ -35,6 +35,10 @@ class ReclaimBook {
   void podGone(const std::string& uid);
   // A pending pod the plan was for is bound: as podGone for it.
   void podBound(const std::string& uid);
+  // What `queue` holds now: once the round's queue holds what it held plus what the round was
+  // for, its pods are all settled, whichever of its pods took the room (kube-scheduler may bind
+  // another pending pod of the queue than the one the round placed).
+  void queueHolds(const std::string& queue, int64_t milli);
   // The pending pods the plan in flight still waits to see bound.
   std::set<std::string> waitingPods() const;
   // Ends the plan in flight if it is `plan` (same queue, pod and victims); false otherwise.

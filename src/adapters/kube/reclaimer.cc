@@ -117,7 +117,8 @@ Reclaimer::Outcome Reclaimer::runOnce() {
     if (results[i].gone) continue;
     ++stats_.evicted_pods;
     const auto [ns, name] = splitObjectKey(v.key);
-    if (events_) events_->podEvent(PodRef{ns, name, v.uid}, "Normal", "Reclaimed", plan->reason);
+    // Not rate-limited: a round evicts many pods at once, and each must say why it was evicted.
+    if (events_) events_->podEvent(PodRef{ns, name, v.uid}, "Normal", "Reclaimed", plan->reason, false);
   }
   logger_.info("reclaim", {{"queue", plan->queue},
                            {"for", plan->for_key},
