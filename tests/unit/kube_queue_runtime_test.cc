@@ -464,6 +464,27 @@ TEST_CASE("reclaimer: a round's evictions go out together, at most max_in_flight
   CHECK(w.posted().count("Reclaimed") == 24);
 }
 
+TEST_CASE("reclaimer: every evicted pod's Reclaimed event gets past the event rate limit",
+          "[kube][queue][reclaim]") {
+  // A burst of 2: rate-limited events beyond it are dropped, a round's Reclaimed events are not.
+  Logs logs;
+  FakeApi api;
+  troupe::kube::EventOptions options;
+  options.burst = 2;
+  options.rate_per_second = 0.001;
+  troupe::kube::EventRecorder events{api, logs.logger, options};
+  int queued = 0, limited = 0;
+  for (int i = 0; i < 5; ++i) {
+    const std::string n = std::to_string(i);
+    queued += events.podEvent({"batch", "w" + n, "uid-w" + n}, "Normal", "Reclaimed", "why", false) ? 1 : 0;
+    limited += events.podEvent({"ml", "p" + n, "uid-p" + n}, "Normal", "ReclaimStarted", "why") ? 1 : 0;
+  }
+  CHECK(queued == 5);
+  CHECK(limited == 2);
+  // The per-pod interval still holds: the same pod's same reason is not repeated.
+  CHECK_FALSE(events.podEvent({"batch", "w0", "uid-w0"}, "Normal", "Reclaimed", "why", false));
+}
+
 TEST_CASE("reclaimer: a victim already gone counts as evicted", "[kube][queue][reclaim]") {
   ReclaimWorld w;
   w.api.setHook(
