@@ -110,9 +110,13 @@ struct ReclaimInput {
 // first, is dropped again if the waiting pod (gang) still fits without it, so no unit of a
 // plan is removable (minimal; for a gang not always the cheapest set). Of the per-node plans
 // the cheapest set wins: fewest milli-GPUs, then the lowest highest priority, then the latest
-// earliest start, then fewer pods, then names. A waiting pod's per-node plans are remembered
-// for the round (per request) and only the nodes the round changed are planned again, so a
-// round for hundreds of pods costs little more than one for a single pod.
+// earliest start, then fewer pods, then names. Last, each unit of the round, the costliest
+// first, is given back when the pods placed on its nodes fit again in the round's remaining
+// room (a gang's member only on its own node), so the round frees no unit its debt does not
+// need (two 1-GPU pods served one by one take one 2-GPU unit, not two). A waiting pod's
+// per-node plans are remembered for the round (per request) and only the nodes the round
+// changed are planned again, so a round for hundreds of pods costs little more than one for a
+// single pod.
 std::optional<ReclaimPlan> planReclaim(const ReclaimInput& input);
 
 }  // namespace troupe::sched
