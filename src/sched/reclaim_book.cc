@@ -23,11 +23,13 @@ bool ReclaimBook::start(const ReclaimPlan& plan, TimePoint now, TimePoint deadli
   plan_ = plan;
   deadline_ = deadline;
   waiting_for_.clear();
+  unbound_.clear();
   nodes_.clear();
   for (const ReclaimVictim& v : plan.victims) {
     waiting_for_.insert(v.uid);
     nodes_.insert(v.node);
   }
+  for (const ReclaimServed& s : plan.served) unbound_.insert(s.uids.begin(), s.uids.end());
   return true;
 }
 
@@ -43,10 +45,34 @@ std::optional<ReclaimPlan> ReclaimBook::current(TimePoint now) {
   return plan_;
 }
 
+void ReclaimBook::settledLocked(const std::string& uid) {
+  if (!plan_ || (waiting_for_.erase(uid) == 0 && unbound_.erase(uid) == 0)) return;
+  if (waiting_for_.empty() && unbound_.empty()) plan_.reset();
+}
+
 void ReclaimBook::podGone(const std::string& uid) {
   std::lock_guard lock(mu_);
-  if (!plan_ || waiting_for_.erase(uid) == 0) return;
+  settledLocked(uid);
+}
+
+void ReclaimBook::podBound(const std::string& uid) {
+  std::lock_guard lock(mu_);
+  if (plan_ && unbound_.contains(uid)) settledLocked(uid);
+}
+
+void ReclaimBook::queueHolds(const std::string& queue, int64_t milli) {
+  std::lock_guard lock(mu_);
+  if (!plan_ || queue != plan_->queue || unbound_.empty()) return;
+  int64_t owed = 0;
+  for (const ReclaimServed& s : plan_->served) owed += s.milli;
+  if (milli < plan_->held_milli + owed) return;
+  unbound_.clear();
   if (waiting_for_.empty()) plan_.reset();
+}
+
+std::set<std::string> ReclaimBook::waitingPods() const {
+  std::lock_guard lock(mu_);
+  return plan_ ? unbound_ : std::set<std::string>{};
 }
 
 bool ReclaimBook::finish(const ReclaimPlan& plan) {

@@ -10,6 +10,23 @@ namespace troupe::sched {
 std::optional<ReclaimPlan> Scheduler::planReclaim() {
   if (!config_.reclaim || !queues_.enabled()) return std::nullopt;
   const Clock::time_point t = now();
+  // The round in flight waits for its pending pods to be bound: those the model holds GPUs for
+  // (bound, or reserved by a bind) settle here, once per reclaim tick.
+  // Or, as kube-scheduler may bind other pods of the queue than those the round placed, once
+  // the queue holds what the round was for.
+  if (std::set<std::string> unbound = reclaim_.waitingPods(); !unbound.empty()) {
+    std::vector<std::string> bound;
+    std::vector<QueueStatus> statuses;
+    {
+      std::shared_lock lock(mu_);
+      for (const std::string& uid : unbound) {
+        if (cluster_.nodeOf(uid)) bound.push_back(uid);
+      }
+      statuses = queues_.statuses();
+    }
+    for (const std::string& uid : bound) reclaim_.podBound(uid);
+    for (const QueueStatus& q : statuses) reclaim_.queueHolds(q.spec.name, q.allocated_milli);
+  }
   if (reclaim_.inFlight(t)) return std::nullopt;
   ReclaimInput in;
   in.topology_levels = config_.topology_levels;

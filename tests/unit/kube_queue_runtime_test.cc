@@ -3,6 +3,9 @@
 // reclaimer's dry-run-then-evict (a PodDisruptionBudget's 429 on a dry run evicts nobody), and
 // the leader Lease check.
 #include <catch2/catch.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <set>
 #include <sstream>
 
 #include "adapters/common/logger.h"
@@ -319,6 +322,8 @@ troupe::sched::ReclaimPlan planOf(std::vector<std::string> victims) {
 }
 
 struct ReclaimWorld {
+  explicit ReclaimWorld(size_t calls_at_once = 1) : in_flight(calls_at_once) { hookEvictions(); }
+  size_t in_flight;  // 1: the calls in a known order (the hook may CHECK on its thread)
   Logs logs;
   FakeApi api;
   troupe::kube::EventRecorder events{api, logs.logger, troupe::kube::EventOptions{}};
@@ -337,11 +342,14 @@ struct ReclaimWorld {
           [this](const troupe::sched::ReclaimPlan&, bool evicted, const std::string& why) {
             finished.push_back({evicted, why});
           }},
-      &events, logs.logger, [](const std::string& key) {
+      &events,
+      logs.logger,
+      [](const std::string& key) {
         return key == "ml/train-0" ? std::vector<troupe::kube::PodRef>{{"ml", "train-0", "uid-train-0"}}
                                    : std::vector<troupe::kube::PodRef>{};
-      }};
-  ReclaimWorld() {
+      },
+      in_flight};
+  void hookEvictions() {
     api.setHook([this](const std::string& method, const std::string& path,
                        const std::string& body) -> std::optional<ApiReply> {
       if (method != "POST" || path.find("/eviction") == std::string::npos) return std::nullopt;
@@ -400,8 +408,8 @@ TEST_CASE("reclaimer: a PodDisruptionBudget refusing one dry run evicts nobody",
   w.refuse_dry_run = "w1";
   w.plan = planOf({"w0", "w1", "w2"});
   CHECK(w.reclaimer.runOnce() == troupe::kube::Reclaimer::Outcome::kBlocked);
-  // w0's dry run passed, w1's was refused: no real eviction at all, w2 not even tried.
-  CHECK(w.evictions == std::vector<std::pair<std::string, bool>>{{"w0", true}, {"w1", true}});
+  // Every dry run is sent (they go out together), w1's was refused: no real eviction at all.
+  CHECK(w.evictions == std::vector<std::pair<std::string, bool>>{{"w0", true}, {"w1", true}, {"w2", true}});
   REQUIRE(w.finished.size() == 1);
   CHECK_FALSE(w.finished[0].evicted);
   CHECK_THAT(w.finished[0].why, Catch::Contains("PodDisruptionBudget") && Catch::Contains("batch/w1"));
@@ -410,6 +418,71 @@ TEST_CASE("reclaimer: a PodDisruptionBudget refusing one dry run evicts nobody",
   CHECK(events.count("ReclaimStarted") == 0);
   REQUIRE(events.count("ReclaimBlocked") == 1);
   CHECK(events.find("ReclaimBlocked")->second == "ml/train-0");
+}
+
+TEST_CASE("reclaimer: a round's evictions go out together, at most max_in_flight at once",
+          "[kube][queue][reclaim]") {
+  constexpr size_t kInFlight = 4;
+  ReclaimWorld w(kInFlight);
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t now = 0, most = 0;
+  std::vector<std::pair<std::string, bool>> calls;
+  // No CHECK here: the hook runs on the reclaimer's workers. Each call waits (briefly) for a
+  // fellow so that calls do overlap when they can.
+  w.api.setHook([&](const std::string& method, const std::string& path,
+                    const std::string& body) -> std::optional<ApiReply> {
+    if (method != "POST" || path.find("/eviction") == std::string::npos) return std::nullopt;
+    json e = json::parse(body);
+    std::unique_lock lock(mu);
+    calls.emplace_back(e["metadata"]["name"], e["deleteOptions"].contains("dryRun"));
+    most = std::max(most, ++now);
+    cv.notify_all();
+    cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return now >= 2; });
+    --now;
+    return replyFromHttp(201, R"({"kind":"Status","status":"Success"})");
+  });
+  std::vector<std::string> names;
+  for (int i = 0; i < 24; ++i) names.push_back("w" + std::to_string(i));
+  w.plan = planOf(names);
+  CHECK(w.reclaimer.runOnce() == troupe::kube::Reclaimer::Outcome::kEvicted);
+  CHECK(most <= kInFlight);
+  CHECK(most >= 2);
+  REQUIRE(calls.size() == 48);
+  // Every dry run before any real eviction, each victim once in each.
+  std::multiset<std::string> dry, real;
+  for (size_t i = 0; i < calls.size(); ++i)
+    (i < 24 ? dry : real).insert(calls[i].first + (calls[i].second ? "?" : ""));
+  std::multiset<std::string> want_dry, want_real;
+  for (const std::string& n : names) {
+    want_dry.insert(n + "?");
+    want_real.insert(n);
+  }
+  CHECK(dry == want_dry);
+  CHECK(real == want_real);
+  CHECK(w.reclaimer.stats().evicted_pods == 24);
+  CHECK(w.posted().count("Reclaimed") == 24);
+}
+
+TEST_CASE("reclaimer: every evicted pod's Reclaimed event gets past the event rate limit",
+          "[kube][queue][reclaim]") {
+  // A burst of 2: rate-limited events beyond it are dropped, a round's Reclaimed events are not.
+  Logs logs;
+  FakeApi api;
+  troupe::kube::EventOptions options;
+  options.burst = 2;
+  options.rate_per_second = 0.001;
+  troupe::kube::EventRecorder events{api, logs.logger, options};
+  int queued = 0, limited = 0;
+  for (int i = 0; i < 5; ++i) {
+    const std::string n = std::to_string(i);
+    queued += events.podEvent({"batch", "w" + n, "uid-w" + n}, "Normal", "Reclaimed", "why", false) ? 1 : 0;
+    limited += events.podEvent({"ml", "p" + n, "uid-p" + n}, "Normal", "ReclaimStarted", "why") ? 1 : 0;
+  }
+  CHECK(queued == 5);
+  CHECK(limited == 2);
+  // The per-pod interval still holds: the same pod's same reason is not repeated.
+  CHECK_FALSE(events.podEvent({"batch", "w0", "uid-w0"}, "Normal", "Reclaimed", "why", false));
 }
 
 TEST_CASE("reclaimer: a victim already gone counts as evicted", "[kube][queue][reclaim]") {

@@ -3,6 +3,7 @@
 #include "troupe/sched/reclaim_book.h"
 
 #include <catch2/catch.hpp>
+#include <set>
 
 using namespace troupe::sched;
 
@@ -78,4 +79,69 @@ TEST_CASE("reclaim book: the victims' nodes refuse other queues while it is in f
   CHECK_FALSE(book.refusal("research", "n1", kT0));  // the waiting queue may
   CHECK_FALSE(book.refusal("batch", "n3", kT0));     // other nodes are not held
   CHECK_FALSE(book.refusal("batch", "n1", kT0 + std::chrono::minutes(2)));
+}
+
+TEST_CASE("reclaim book: a round is held until its victims are gone and its pods bound", "[reclaim]") {
+  ReclaimBook book;
+  ReclaimPlan plan = twoVictims();
+  ReclaimServed a;
+  a.key = "research/train-0";
+  a.uids = {"w0"};
+  a.nodes = {"n1"};
+  a.evicts = true;
+  ReclaimServed g;
+  g.key = "research/gang";
+  g.gang = true;
+  g.uids = {"w1", "w2"};
+  g.nodes = {"n2", "n2"};
+  g.evicts = true;
+  plan.served = {a, g};
+  REQUIRE(book.start(plan, kT0, kT0 + std::chrono::minutes(2)));
+  CHECK(book.waitingPods() == std::set<std::string>{"w0", "w1", "w2"});
+  book.podGone("u1");
+  book.podGone("u2");
+  // Victims gone, nothing bound yet: the freed nodes stay with research.
+  CHECK(book.inFlight(kT0));
+  CHECK(book.refusal("batch", "n1", kT0));
+  book.podBound("w0");
+  book.podBound("u9");  // not the plan's: nothing changes
+  book.podBound("w1");
+  CHECK(book.inFlight(kT0));
+  CHECK(book.refusal("batch", "n2", kT0));
+  book.podGone("w2");  // deleted while waiting: nothing left to wait for
+  CHECK_FALSE(book.inFlight(kT0));
+  CHECK_FALSE(book.refusal("batch", "n2", kT0));
+  CHECK(book.waitingPods().empty());
+
+  // The deadline ends a round whose pods never bind.
+  REQUIRE(book.start(plan, kT0, kT0 + std::chrono::minutes(2)));
+  book.podGone("u1");
+  book.podGone("u2");
+  CHECK(book.inFlight(kT0 + std::chrono::seconds(119)));
+  CHECK_FALSE(book.inFlight(kT0 + std::chrono::minutes(2)));
+}
+
+TEST_CASE("reclaim book: a round is settled once its queue holds what it was for, whichever pods bound",
+          "[reclaim]") {
+  ReclaimBook book;
+  ReclaimPlan plan = twoVictims();
+  plan.held_milli = 1000;
+  ReclaimServed a;
+  a.key = "research/train-0";
+  a.milli = 4000;
+  a.uids = {"w0"};
+  a.nodes = {"n1"};
+  ReclaimServed b = a;
+  b.key = "research/train-1";
+  b.uids = {"w1"};
+  plan.served = {a, b};
+  REQUIRE(book.start(plan, kT0, kT0 + std::chrono::minutes(2)));
+  book.podGone("u1");
+  book.podGone("u2");
+  book.queueHolds("research", 8000);  // 1 + 8 needed
+  book.queueHolds("batch", 20000);    // another queue's holding settles nothing
+  CHECK(book.inFlight(kT0));
+  // kube-scheduler bound train-7 and train-8 of research rather than train-0 and train-1.
+  book.queueHolds("research", 9000);
+  CHECK_FALSE(book.inFlight(kT0));
 }

@@ -555,9 +555,60 @@ bool hasRoom(const model::NodeState& n, int64_t milli) {
   return false;
 }
 
+// Places every served pod of the plan, in order, on the node the plan gave it, on copies of
+// the nodes without `victim_uids`; false as soon as one does not fit.
+bool replayFits(const ReclaimInput& in, const std::set<std::string>& victim_uids, const ReclaimPlan& plan) {
+  std::map<std::string, model::NodeState> copies;
+  for (const model::NodeState* n : in.nodes) {
+    model::NodeState& copy = copies.emplace(n->info().name, *n).first->second;
+    for (const std::string& uid : victim_uids) copy.remove(uid);
+  }
+  std::map<std::string, const QueuedPod*> by_uid;
+  for (const QueuedPod& p : in.pods) by_uid[p.uid] = &p;
+  for (const ReclaimServed& s : plan.served) {
+    for (size_t i = 0; i < s.uids.size(); ++i) {
+      const QueuedPod& p = *by_uid.at(s.uids[i]);
+      GpuRequest req;
+      if (p.milli % 1000 == 0) {
+        req.gpus = static_cast<int>(p.milli / 1000);
+      } else {
+        req.gpus = 1;
+        req.milli_per_gpu = p.milli;
+      }
+      auto it = copies.find(s.nodes[i]);
+      if (it == copies.end()) return false;
+      std::optional<Placement> placed = placeOnNode(it->second, req);
+      if (!placed) return false;
+      model::Allocation a;
+      a.pod_uid = p.uid;
+      a.pod_key = p.key;
+      a.node = s.nodes[i];
+      a.gpus = placed->gpus;
+      a.milli_per_gpu = req.milli_per_gpu;
+      if (!it->second.add(a).isOk()) return false;
+    }
+  }
+  return true;
+}
+
 // Every rule of reclaim.h, checked on one plan.
 void checkPlan(const ReclaimInput& in, const ReclaimPlan& plan) {
   INFO(plan.reason);
+  std::string layout;  // what the plan did, for a failure's message
+  for (const ReclaimVictim& v : plan.victims)
+    layout += " evict " + v.key + "@" + v.node + ":" + std::to_string(v.milli);
+  for (const ReclaimServed& s : plan.served) {
+    for (size_t i = 0; i < s.uids.size(); ++i) layout += " place " + s.uids[i] + "@" + s.nodes[i];
+  }
+  for (const model::NodeState* n : in.nodes) {
+    layout += " | " + n->info().name + ":";
+    for (const auto& [uid, a] : n->allocations()) {
+      layout += " " + uid + "[";
+      for (int g : a.gpus) layout += std::to_string(g);
+      layout += "]" + std::to_string(a.milli_per_gpu);
+    }
+  }
+  INFO(layout);
   const QueueStatus& mine = statusOf(in, plan.queue);
   REQUIRE(mine.spec.guaranteed.milli);
   CHECK(mine.allocated_milli < *mine.spec.guaranteed.milli);
@@ -604,18 +655,63 @@ void checkPlan(const ReclaimInput& in, const ReclaimPlan& plan) {
     const QueueStatus& q = statusOf(in, queue);
     if (q.spec.guaranteed.milli) CHECK(q.allocated_milli - milli >= *q.spec.guaranteed.milli);
   }
-  // It did not fit before, it fits after, and without any one unit it would not.
-  CHECK_FALSE(fitsAfter(in, {}, plan));
+  // The round: its pods were pending in the waiting queue, each counted once, and together
+  // they ask for no more than the guarantee less what the queue holds.
+  std::set<std::string> served_uids;
+  int64_t served_milli = 0;
+  bool some_evicts = false;
+  for (const ReclaimServed& s : plan.served) {
+    REQUIRE(s.uids.size() == s.nodes.size());
+    REQUIRE(!s.uids.empty());
+    served_milli += s.milli;
+    some_evicts = some_evicts || s.evicts;
+    int64_t milli = 0;
+    for (const std::string& uid : s.uids) {
+      CHECK(served_uids.insert(uid).second);
+      const QueuedPod& p = *by_uid.at(uid);
+      CHECK_FALSE(p.bound());
+      CHECK(p.queue == plan.queue);
+      CHECK((s.gang ? p.gang : p.key) == s.key);
+      milli += p.milli;
+    }
+    CHECK(milli == s.milli);
+    if (s.gang) {  // every pending member of a gang
+      for (const QueuedPod& p : in.pods) {
+        if (!p.bound() && p.gang == s.key) CHECK(served_uids.contains(p.uid));
+      }
+    }
+  }
+  CHECK(some_evicts);
+  CHECK(mine.allocated_milli + served_milli <= *mine.spec.guaranteed.milli);
+  // Above its fair share when its last unit was taken: what is left plus the largest unit.
+  std::map<std::string, int64_t> own_freed, largest;
+  for (const auto& [key, uids] : units) {
+    int64_t milli = 0;
+    std::string queue;
+    for (const std::string& uid : uids) {
+      milli += by_uid.at(uid)->milli;
+      queue = by_uid.at(uid)->queue;
+    }
+    own_freed[queue] += milli;
+    largest[queue] = std::max(largest[queue], milli);
+  }
+  for (const auto& [queue, milli] : own_freed) {
+    const QueueStatus& q = statusOf(in, queue);
+    CHECK(q.allocated_milli - milli + largest[queue] > q.fair_share.total_milli);
+  }
+  // Replayed on fresh copies: with the victims gone every served pod fits where the plan put it
+  // (no GPU given twice); without the victims it does not; without any one unit it does not.
   std::set<std::string> all;
   for (const ReclaimVictim& v : plan.victims) all.insert(v.uid);
-  CHECK(fitsAfter(in, all, plan));
+  CHECK(replayFits(in, all, plan));
+  CHECK_FALSE(replayFits(in, {}, plan));
   for (const auto& [key, uids] : units) {
     std::set<std::string> without;
     for (const std::string& uid : all) {
       if (!uids.contains(uid)) without.insert(uid);
     }
     INFO("unit " << key << " is not needed");
-    CHECK_FALSE(fitsAfter(in, without, plan));
+    CHECK_FALSE(replayFits(in, without, plan));
   }
 }
 
@@ -662,7 +758,7 @@ TEST_CASE("reclaim: every plan on random clusters keeps the rules", "[reclaim][p
       }
     }
     // Waiting pods and gangs.
-    const int waiting = pick(1, 4);
+    const int waiting = pick(1, 8);
     for (int i = 0; i < waiting; ++i) {
       const std::string queue = queues[static_cast<size_t>(pick(0, static_cast<int>(queues.size()) - 1))];
       const int64_t ask = asks[static_cast<size_t>(pick(0, static_cast<int>(asks.size()) - 1))];
@@ -694,4 +790,85 @@ TEST_CASE("reclaim: every plan on random clusters keeps the rules", "[reclaim][p
   CHECK(gang_plans >= 30);
   CHECK(gang_victims >= 30);
   WARN("plans " << plans << ", for gangs " << gang_plans << ", gang victims " << gang_victims);
+}
+
+namespace {
+
+// The issue's cluster: 20 nodes of 8 GPUs full of batch's 1-GPU pods (pod i started i minutes
+// ago), research guaranteed `guaranteed` GPUs with `pending` 1-GPU pods waiting.
+void fullOfOneGpuPods(Cluster& c, int64_t batch_fair_milli, int64_t guaranteed, int pending,
+                      int gang_size = 1) {
+  for (int n = 0; n < 20; ++n) c.node("n" + std::to_string(n), 8);
+  c.queue("batch", 0, batch_fair_milli);
+  c.queue("research", guaranteed * 1000, guaranteed * 1000, false);
+  for (int i = 0; i < 160; ++i) {
+    const std::string gang = gang_size > 1 ? "ns/g" + std::to_string(i / gang_size) : "";
+    c.bound("b" + std::to_string(i), "batch", "n" + std::to_string(i / 8), 1000, 0,
+            std::chrono::minutes(10 + (gang_size > 1 ? i / gang_size : i)), gang);
+  }
+  for (int i = 0; i < pending; ++i) c.pending("r" + std::to_string(i), "research", 1000);
+}
+
+}  // namespace
+
+TEST_CASE("reclaim: one round frees the waiting queue's whole debt, no more", "[reclaim][round]") {
+  Cluster c;
+  fullOfOneGpuPods(c, 96000, 64, 80);
+  ReclaimInput in = c.input();
+  std::optional<ReclaimPlan> plan = planReclaim(in);
+  REQUIRE(plan);
+  checkPlan(in, *plan);
+  // 80 wait but research is owed 64: 64 served, 64 evicted, the most recently started first.
+  CHECK(plan->victims.size() == 64);
+  CHECK(plan->freed_milli == 64000);
+  REQUIRE(plan->served.size() == 64);
+  std::set<std::string> victims = victimKeys(*plan);
+  for (int i = 0; i < 64; ++i) CHECK(victims.contains("ns/b" + std::to_string(i)));
+  CHECK(plan->reason.find("and 63 more pods or gangs (63 GPUs) fit: queue batch holds 160 GPUs, above its "
+                          "fair share of 96, and gives up 64 (64 pods)") != std::string::npos);
+}
+
+TEST_CASE("reclaim: a round stops where the victims' queue reaches its fair share", "[reclaim][round]") {
+  // batch may give up only what it holds above its fair share of 150: 10 GPUs.
+  Cluster c;
+  fullOfOneGpuPods(c, 150000, 64, 80);
+  ReclaimInput in = c.input();
+  std::optional<ReclaimPlan> plan = planReclaim(in);
+  REQUIRE(plan);
+  checkPlan(in, *plan);
+  CHECK(plan->victims.size() == 10);
+  CHECK(plan->served.size() == 10);
+}
+
+TEST_CASE("reclaim: a round takes victim gangs whole and fills what they free", "[reclaim][round]") {
+  // 4-member gangs as victims: 16 gangs free the 64 GPUs; the 3 spare GPUs a gang frees for one
+  // pod go to the next pods, so no gang is taken for room that is already free.
+  Cluster c;
+  fullOfOneGpuPods(c, 96000, 64, 80, 4);
+  ReclaimInput in = c.input();
+  std::optional<ReclaimPlan> plan = planReclaim(in);
+  REQUIRE(plan);
+  checkPlan(in, *plan);
+  CHECK(plan->victims.size() == 64);
+  CHECK(plan->served.size() == 64);
+  std::map<std::string, int> per_gang;
+  for (const ReclaimVictim& v : plan->victims) ++per_gang[v.gang];
+  CHECK(per_gang.size() == 16);
+  for (const auto& [gang, n] : per_gang) CHECK(n == 4);
+  int evicting = 0;
+  for (const ReclaimServed& s : plan->served) evicting += s.evicts ? 1 : 0;
+  CHECK(evicting == 16);
+}
+
+TEST_CASE("reclaim: a round serves pods that fit already first and evicts only for the rest",
+          "[reclaim][round]") {
+  Cluster c;
+  fullOfOneGpuPods(c, 96000, 64, 80);
+  c.node("spare", 8);  // 8 GPUs free: 8 of the 64 need no eviction
+  ReclaimInput in = c.input();
+  std::optional<ReclaimPlan> plan = planReclaim(in);
+  REQUIRE(plan);
+  checkPlan(in, *plan);
+  CHECK(plan->served.size() == 64);
+  CHECK(plan->victims.size() == 56);
 }

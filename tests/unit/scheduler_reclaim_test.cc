@@ -118,7 +118,7 @@ TEST_CASE("scheduler reclaim: a plan for the waiting pod, one at a time", "[recl
 
 TEST_CASE("scheduler reclaim: the victims' nodes are kept for the waiting queue", "[reclaim][scheduler]") {
   Fleet f;
-  f.waiting("big", 8);
+  PodFacts big = f.waiting("big", 8);
   std::optional<ReclaimPlan> plan = f.s->planReclaim();
   REQUIRE(plan);
   REQUIRE(plan->victims.size() == 2);  // both pods of one node
@@ -141,13 +141,52 @@ TEST_CASE("scheduler reclaim: the victims' nodes are kept for the waiting queue"
   FilterResult mine = f.s->filter(queuedPod("small", 4, "research"), {node});
   CHECK(mine.passed == std::vector<std::string>{node});
 
-  // The last victim goes: the plan ends, and so does the hold.
+  // The last victim goes: the node is free, but still held until the pod it was freed for binds
+  // (else another queue's pod could take it between the eviction and the bind).
   f.s->forgetPod(plan->victims[1].uid);
   CHECK(f.s->release(plan->victims[1].uid));
-  FilterResult after = f.s->filter(queuedPod("late", 4, "batch"), {node});
-  const bool held =
-      after.failed.contains(node) && after.failed.at(node).find("being freed") != std::string::npos;
-  CHECK_FALSE(held);
+  auto held = [&] {
+    FilterResult after = f.s->filter(queuedPod("late", 4, "batch"), {node});
+    return after.failed.contains(node) && after.failed.at(node).find("being freed") != std::string::npos;
+  };
+  CHECK(held());
+  CHECK_FALSE(f.s->planReclaim());  // still in flight
+  // big binds: the next reclaim tick sees it bound, and the plan and the hold end.
+  FilterResult fits = f.s->filter(big, {node});
+  REQUIRE(fits.passed == std::vector<std::string>{node});
+  REQUIRE(f.s->reserve(big.uid, big.ns, big.name, node).isOk());
+  CHECK_FALSE(f.s->planReclaim());  // research holds its guarantee: nothing to plan
+  CHECK_FALSE(held());
+}
+
+TEST_CASE("scheduler reclaim: one round for every waiting pod the guarantee covers", "[reclaim][scheduler]") {
+  Fleet f;
+  PodFacts a = f.waiting("train-0", 4);
+  PodFacts b = f.waiting("train-1", 4);
+  f.waiting("train-2", 4);  // beyond research's guarantee of 8: not reclaimed for
+  std::optional<ReclaimPlan> plan = f.s->planReclaim();
+  REQUIRE(plan);
+  CHECK(plan->victims.size() == 2);
+  CHECK(plan->freed_milli == 8000);
+  REQUIRE(plan->served.size() == 2);
+  CHECK(plan->served[0].key == "default/train-0");
+  CHECK(plan->served[1].key == "default/train-1");
+  CHECK(plan->reason.find("so that pod default/train-0 (4 GPUs) and 1 more pod or gang (4 GPUs) fit") !=
+        std::string::npos);
+  for (const ReclaimVictim& v : plan->victims) {
+    CHECK(f.s->release(v.uid));
+    f.s->forgetPod(v.uid);
+  }
+  // Victims gone, one of its pods bound: still in flight until the other binds too.
+  for (const PodFacts* p : {&a, &b}) {
+    FilterResult fits = f.s->filter(*p, {"n0", "n1"});
+    REQUIRE_FALSE(fits.passed.empty());
+    REQUIRE(f.s->reserve(p->uid, p->ns, p->name, fits.passed[0]).isOk());
+    CHECK_FALSE(f.s->planReclaim());
+  }
+  // Ended: no node is held for research any more.
+  FilterResult late = f.s->filter(queuedPod("late", 4, "batch"), {"n0", "n1"});
+  CHECK(late.categories.count("reclaim") == 0);
 }
 
 TEST_CASE("scheduler reclaim: the deadline and a refused eviction end a plan", "[reclaim][scheduler]") {

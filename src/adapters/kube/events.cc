@@ -64,7 +64,7 @@ void EventRecorder::stop() {
 }
 
 bool EventRecorder::podEvent(const PodRef& pod, const std::string& type, const std::string& reason,
-                             const std::string& message) {
+                             const std::string& message, bool rate_limited) {
   std::lock_guard lock(mu_);
   if (stopping_) return false;
   const Clock::time_point t = now();
@@ -74,12 +74,12 @@ bool EventRecorder::podEvent(const PodRef& pod, const std::string& type, const s
   refilled_ = t;
   const std::string key = pod.uid + "/" + reason;
   auto last = last_.find(key);
-  if ((last != last_.end() && t - last->second < options_.per_key_interval) || tokens_ < 1.0 ||
-      queue_.size() >= options_.queue_limit) {
+  if ((last != last_.end() && t - last->second < options_.per_key_interval) ||
+      (rate_limited && tokens_ < 1.0) || queue_.size() >= options_.queue_limit) {
     ++dropped_;
     return false;
   }
-  tokens_ -= 1.0;
+  if (rate_limited) tokens_ -= 1.0;
   if (last_.size() > 10000) {
     // Forget keys older than the interval; they no longer limit anything.
     for (auto it = last_.begin(); it != last_.end();) {

@@ -58,8 +58,10 @@ class EventRecorder {
   void stop();   // posts nothing more; drops what is queued
 
   // Queues an event ("Normal" or "Warning"); false when rate-limited or the queue is full.
+  // `rate_limited` false skips the token bucket (not the per-key interval or the queue limit):
+  // for an event that must not be lost, one per act, e.g. a Reclaimed event on each evicted pod.
   bool podEvent(const PodRef& pod, const std::string& type, const std::string& reason,
-                const std::string& message);
+                const std::string& message, bool rate_limited = true);
   // Posts what is queued, on this thread (tests; or before exit).
   void flush();
 

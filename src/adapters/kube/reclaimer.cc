@@ -1,6 +1,9 @@
 #include "adapters/kube/reclaimer.h"
 
+#include <algorithm>
+#include <atomic>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "adapters/kube/kube_objects.h"
 #include "troupe/sched/gpu_amount.h"
@@ -26,8 +29,31 @@ ReclaimCore ReclaimCore::of(sched::Scheduler& scheduler) {
 }
 
 Reclaimer::Reclaimer(KubeTransport& api, ReclaimCore core, EventRecorder* events, adapters::Logger& logger,
-                     WaitingPods waiting)
-    : api_(api), core_(std::move(core)), events_(events), logger_(logger), waiting_(std::move(waiting)) {}
+                     WaitingPods waiting, size_t max_in_flight)
+    : api_(api),
+      core_(std::move(core)),
+      events_(events),
+      logger_(logger),
+      waiting_(std::move(waiting)),
+      max_in_flight_(std::max<size_t>(1, max_in_flight)) {}
+
+std::vector<Reclaimer::Result> Reclaimer::evictAll(const std::vector<sched::ReclaimVictim>& victims,
+                                                   bool dry_run) {
+  std::vector<Result> out(victims.size());
+  std::atomic<size_t> next{0};
+  // Each worker takes the next victim until none is left: at most max_in_flight_ calls at once.
+  auto work = [&] {
+    for (size_t i = next.fetch_add(1); i < victims.size(); i = next.fetch_add(1)) {
+      out[i].status = evict(victims[i], dry_run, &out[i].gone);
+    }
+  };
+  std::vector<std::thread> workers;
+  const size_t width = std::min(max_in_flight_, victims.size());
+  for (size_t t = 1; t < width; ++t) workers.emplace_back(work);
+  work();
+  for (std::thread& t : workers) t.join();
+  return out;
+}
 
 Status Reclaimer::evict(const sched::ReclaimVictim& victim, bool dry_run, bool* gone) {
   *gone = false;
@@ -49,7 +75,15 @@ Status Reclaimer::evict(const sched::ReclaimVictim& victim, bool dry_run, bool* 
 void Reclaimer::tellWaiting(const sched::ReclaimPlan& plan, const std::string& type,
                             const std::string& reason, const std::string& message) {
   if (!events_ || !waiting_) return;
-  for (const PodRef& pod : waiting_(plan.for_key)) events_->podEvent(pod, type, reason, message);
+  // Each pod or gang the evictions made room for (a hand-made plan may name only for_key).
+  std::vector<std::string> keys;
+  for (const sched::ReclaimServed& s : plan.served) {
+    if (s.evicts) keys.push_back(s.key);
+  }
+  if (keys.empty()) keys.push_back(plan.for_key);
+  for (const std::string& key : keys) {
+    for (const PodRef& pod : waiting_(key)) events_->podEvent(pod, type, reason, message);
+  }
 }
 
 Reclaimer::Outcome Reclaimer::runOnce() {
@@ -66,24 +100,25 @@ Reclaimer::Outcome Reclaimer::runOnce() {
     return Outcome::kBlocked;
   };
   // Dry runs first: all or nothing.
-  for (const sched::ReclaimVictim& v : plan->victims) {
-    bool gone = false;
-    if (Status s = evict(v, /*dry_run=*/true, &gone); !s.isOk()) return blocked(s.message());
+  for (const Result& r : evictAll(plan->victims, /*dry_run=*/true)) {
+    if (!r.status.isOk()) return blocked(r.status.message());
   }
   std::string failures;
   size_t evicted = 0;
-  for (const sched::ReclaimVictim& v : plan->victims) {
-    bool gone = false;
-    if (Status s = evict(v, /*dry_run=*/false, &gone); !s.isOk()) {
+  const std::vector<Result> results = evictAll(plan->victims, /*dry_run=*/false);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const sched::ReclaimVictim& v = plan->victims[i];
+    if (!results[i].status.isOk()) {
       // Between the dry run and now something changed; the rest goes on, the plan says so.
-      failures += (failures.empty() ? "" : "; ") + s.message();
+      failures += (failures.empty() ? "" : "; ") + results[i].status.message();
       continue;
     }
     ++evicted;
-    if (gone) continue;
+    if (results[i].gone) continue;
     ++stats_.evicted_pods;
     const auto [ns, name] = splitObjectKey(v.key);
-    if (events_) events_->podEvent(PodRef{ns, name, v.uid}, "Normal", "Reclaimed", plan->reason);
+    // Not rate-limited: a round evicts many pods at once, and each must say why it was evicted.
+    if (events_) events_->podEvent(PodRef{ns, name, v.uid}, "Normal", "Reclaimed", plan->reason, false);
   }
   logger_.info("reclaim", {{"queue", plan->queue},
                            {"for", plan->for_key},
