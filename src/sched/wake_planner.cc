@@ -1,0 +1,55 @@
+#include "troupe/sched/wake_planner.h"
+
+#include <algorithm>
+#include <unordered_set>
+#include <utility>
+
+namespace troupe::sched {
+
+std::vector<WakeCandidate> WakePlanner::plan(std::vector<WakeCandidate> refused, const Fits& fits,
+                                             Clock::time_point now, int64_t free_milli) {
+  {
+    // Bound, deleted, or passed a filter since: nothing to remember.
+    std::unordered_set<std::string> live;
+    live.reserve(refused.size());
+    for (const WakeCandidate& c : refused) live.insert(c.uid);
+    std::erase_if(woken_, [&](const auto& w) { return !live.count(w.first); });
+  }
+  // kube-scheduler's own order: higher priority first, then the longest waiting.
+  std::sort(refused.begin(), refused.end(), [](const WakeCandidate& a, const WakeCandidate& b) {
+    return a.priority != b.priority ? a.priority > b.priority : a.seq < b.seq;
+  });
+  auto resting = [&](const WakeCandidate& c) {
+    auto it = woken_.find(c.uid);
+    return it != woken_.end() && now < it->second.at + it->second.backoff;
+  };
+  std::unordered_map<std::string, int64_t> queue_taken;  // by the pods chosen so far
+  std::unordered_map<std::string, bool> gang_fits;       // asked once per gang
+  std::vector<WakeCandidate> out;
+  for (WakeCandidate& c : refused) {
+    if (out.size() >= options_.max_per_round) break;
+    if (resting(c)) continue;
+    if (c.milli > free_milli) continue;  // a smaller pod behind it may still fit
+    int64_t& taken = queue_taken[c.queue];
+    bool ok = false;
+    if (c.gang.empty()) {
+      ok = fits(c, taken);
+    } else {
+      auto [it, fresh] = gang_fits.try_emplace(c.gang, false);
+      if (fresh) it->second = fits(c, taken);
+      ok = it->second;
+    }
+    if (!ok) continue;
+    taken += c.milli;
+    free_milli -= c.milli;
+    auto [w, fresh] = woken_.try_emplace(c.uid, Woken{now, options_.first_backoff});
+    if (!fresh) {
+      w->second.at = now;
+      w->second.backoff = std::min<Clock::duration>(w->second.backoff * 2, options_.max_backoff);
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace troupe::sched
