@@ -44,8 +44,10 @@ int main(int argc, char** argv) {
   int nodes = 200, pods = 1000;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--nodes") nodes = std::stoi(argv[i + 1]);
-    else if (flag == "--pods") pods = std::stoi(argv[i + 1]);
+    if (flag == "--nodes")
+      nodes = std::stoi(argv[i + 1]);
+    else if (flag == "--pods")
+      pods = std::stoi(argv[i + 1]);
     else {
       std::fprintf(stderr, "unknown flag %s; expected --nodes or --pods\n", flag.c_str());
       return 2;
@@ -92,7 +94,8 @@ int main(int argc, char** argv) {
     const size_t before = api.patches;
     const auto t0 = std::chrono::steady_clock::now();
     const size_t woken = waker.round(stop);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::printf("%-46s %6zu writes  %8.2f ms\n", change, api.patches - before, ms);
     (void)woken;
   };

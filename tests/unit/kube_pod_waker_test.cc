@@ -132,5 +132,6 @@ TEST_CASE("pod waker: a forbidden write is warned about once", "[wake][kube]") {
 
 TEST_CASE("pod waker: the wake patch", "[wake][kube]") {
   const nlohmann::json p = nlohmann::json::parse(wakePatch("u-1", "123-4"));
-  CHECK(p == nlohmann::json::parse(R"({"metadata":{"uid":"u-1","annotations":{"troupe.dev/wake":"123-4"}}})"));
+  CHECK(p ==
+        nlohmann::json::parse(R"({"metadata":{"uid":"u-1","annotations":{"troupe.dev/wake":"123-4"}}})"));
 }

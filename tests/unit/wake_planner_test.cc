@@ -2,6 +2,8 @@
 // the room each woken pod takes, gangs whole, the round cap, backoff), checked against a model
 // on random inputs; then each trigger through the Scheduler: a raised queue limit, a released
 // reclaim hold, a deleted competing gang, and nothing woken while nothing changed.
+#include "troupe/sched/wake_planner.h"
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
@@ -12,7 +14,6 @@
 
 #include "support/fixtures.h"
 #include "troupe/sched/scheduler.h"
-#include "troupe/sched/wake_planner.h"
 
 using namespace troupe;
 using namespace troupe::sched;
@@ -60,7 +61,8 @@ TEST_CASE("wake planner: the cluster's free GPUs bound the round too", "[wake]")
   std::vector<WakeCandidate> refused = {cand("big", "a", 8000, 0, 1), cand("s1", "a", 1000, 0, 2),
                                         cand("s2", "a", 1000, 0, 3), cand("s3", "a", 1000, 0, 4)};
   // 2 GPUs free: the 8-GPU pod is skipped, two small ones behind it are woken.
-  CHECK(uids(p.plan(refused, roomPerQueue({{"a", 100000}}), kT0, 2000)) == std::vector<std::string>{"s1", "s2"});
+  CHECK(uids(p.plan(refused, roomPerQueue({{"a", 100000}}), kT0, 2000)) ==
+        std::vector<std::string>{"s1", "s2"});
 }
 
 TEST_CASE("wake planner: a gang is asked once and woken whole", "[wake]") {
@@ -70,10 +72,9 @@ TEST_CASE("wake planner: a gang is asked once and woken whole", "[wake]") {
     ++asked;
     return c.gang == "default/g";
   };
-  std::vector<WakeCandidate> refused = {cand("g-0", "", 1000, 0, 1, "default/g"),
-                                        cand("h-0", "", 1000, 0, 2, "default/h"),
-                                        cand("g-1", "", 1000, 0, 3, "default/g"),
-                                        cand("h-1", "", 1000, 0, 4, "default/h")};
+  std::vector<WakeCandidate> refused = {
+      cand("g-0", "", 1000, 0, 1, "default/g"), cand("h-0", "", 1000, 0, 2, "default/h"),
+      cand("g-1", "", 1000, 0, 3, "default/g"), cand("h-1", "", 1000, 0, 4, "default/h")};
   CHECK(uids(p.plan(refused, fits, kT0, 100000)) == std::vector<std::string>{"g-0", "g-1"});
   CHECK(asked == 2);
 }
@@ -87,7 +88,7 @@ TEST_CASE("wake planner: backoff per pod, doubling, forgotten once gone", "[wake
   auto yes = [](const WakeCandidate&, int64_t) { return true; };
   using std::chrono::seconds;
   CHECK(p.plan(refused, yes, kT0, 8000).size() == 1);
-  CHECK(p.plan(refused, yes, kT0 + seconds(4), 8000).empty());   // resting 5 s
+  CHECK(p.plan(refused, yes, kT0 + seconds(4), 8000).empty());  // resting 5 s
   CHECK(p.plan(refused, yes, kT0 + seconds(5), 8000).size() == 1);
   CHECK(p.plan(refused, yes, kT0 + seconds(14), 8000).empty());  // 10 s after the second wake
   CHECK(p.plan(refused, yes, kT0 + seconds(15), 8000).size() == 1);
@@ -105,7 +106,8 @@ TEST_CASE("wake planner: the round cap leaves the rest for the next round", "[wa
   o.max_per_round = 3;
   WakePlanner p(o);
   std::vector<WakeCandidate> refused;
-  for (int i = 0; i < 7; ++i) refused.push_back(cand("p" + std::to_string(i), "", 1000, 0, static_cast<uint64_t>(i)));
+  for (int i = 0; i < 7; ++i)
+    refused.push_back(cand("p" + std::to_string(i), "", 1000, 0, static_cast<uint64_t>(i)));
   auto yes = [](const WakeCandidate&, int64_t) { return true; };
   CHECK(uids(p.plan(refused, yes, kT0, 100000)) == std::vector<std::string>{"p0", "p1", "p2"});
   CHECK(uids(p.plan(refused, yes, kT0, 100000)) == std::vector<std::string>{"p3", "p4", "p5"});
@@ -118,13 +120,15 @@ TEST_CASE("wake planner: random rounds agree with a greedy model", "[wake]") {
     std::uniform_int_distribution<int> n_pods(0, 60), n_queues(1, 4), milli_pick(0, 3), prio(0, 2);
     const int nq = n_queues(rng);
     std::map<std::string, int64_t> room;
-    for (int q = 0; q < nq; ++q) room["q" + std::to_string(q)] = std::uniform_int_distribution<int>(0, 12)(rng) * 500;
+    for (int q = 0; q < nq; ++q)
+      room["q" + std::to_string(q)] = std::uniform_int_distribution<int>(0, 12)(rng) * 500;
     const int64_t free_milli = std::uniform_int_distribution<int>(0, 40)(rng) * 500;
     std::vector<WakeCandidate> refused;
     const int64_t sizes[] = {250, 1000, 2000, 4000};
     const int n = n_pods(rng);
     for (int i = 0; i < n; ++i) {
-      refused.push_back(cand("p" + std::to_string(i), "q" + std::to_string(std::uniform_int_distribution<int>(0, nq)(rng)),
+      refused.push_back(cand("p" + std::to_string(i),
+                             "q" + std::to_string(std::uniform_int_distribution<int>(0, nq)(rng)),
                              sizes[milli_pick(rng)], prio(rng), static_cast<uint64_t>(rng() % 1000)));
     }
     std::shuffle(refused.begin(), refused.end(), rng);
@@ -262,7 +266,8 @@ TEST_CASE("wake trigger: a released reclaim hold wakes the pods it kept out", "[
 TEST_CASE("wake trigger: a deleted competing gang wakes the gang it kept out", "[wake][scheduler]") {
   Cluster c(2);  // 16 GPUs
   auto member = [](const std::string& gang, int i, int gpus, int size) {
-    return gpuPod(gang + "-" + std::to_string(i), gpus, {{kGangName, gang}, {kGangSize, std::to_string(size)}});
+    return gpuPod(gang + "-" + std::to_string(i), gpus,
+                  {{kGangName, gang}, {kGangSize, std::to_string(size)}});
   };
   // Gang a (2 x 8) is planned on both nodes; gang b (2 x 4) finds no room.
   FilterResult ra = c.s->filter(member("a", 0, 8, 2), c.nodes);

@@ -35,9 +35,11 @@ struct WakeCandidate {
 };
 
 struct WakeOptions {
-  size_t max_per_round = 200;                      // the rest wait for the next round
-  std::chrono::milliseconds first_backoff{5000};   // before the same pod is woken again
-  std::chrono::milliseconds max_backoff{120000};   // doubling up to this (below the 5-minute flush)
+  size_t max_per_round = 200;                     // the rest wait for the next round
+  std::chrono::milliseconds first_backoff{5000};  // before the same pod is woken again
+  // Doubling up to this: a pod Troupe keeps misjudging (kube-scheduler's own plugins refuse it,
+  // e.g. a taint) costs about as many writes as kube-scheduler's own 5-minute flush retries it.
+  std::chrono::milliseconds max_backoff{240000};
 };
 
 class WakePlanner {

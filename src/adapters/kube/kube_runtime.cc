@@ -70,7 +70,8 @@ KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, adapte
               &events_, logger, options_.defrag, metrics),
       waker_(
           api_, [this](sched::WakePlanner& planner) { return scheduler_.planWakes(planner); },
-          [this](const std::string& uid) { return sync_.pendingPod(uid).has_value(); }, logger, options_.wake) {
+          [this](const std::string& uid) { return sync_.pendingPod(uid).has_value(); }, logger,
+          options_.wake) {
   if (metrics_) metrics_->enableKube();
   scheduler_.setGangObserver([this](const sched::GangNotice& n) {
     using Kind = sched::GangNotice::Kind;

@@ -55,8 +55,8 @@ struct KubeOptions {
   PodGroupOptions pod_groups;
   EventOptions events;
   QueueOptions queues;
-  DefragOptions defrag;             // live defragmentation advice, on the active replica (docs/defrag.md)
-  DraOptions dra;                   // which DRA drivers and device classes are GPUs
+  DefragOptions defrag;  // live defragmentation advice, on the active replica (docs/defrag.md)
+  DraOptions dra;        // which DRA drivers and device classes are GPUs
   // Waking the pending pods Troupe's filter refused once they would pass it (pod_waker.h).
   PodWakeOptions wake;
   int watch_timeout_seconds = 300;  // sent as timeoutSeconds (+0-25%): the server ends each watch

@@ -41,11 +41,10 @@ size_t PodWaker::round(StopSignal& stop) {
   if (pods.empty()) return 0;
   // Each round's writes carry one new value: a pod woken again gets a different one, so the
   // write is never a no-op the API server would drop without an update event.
-  const std::string stamp =
-      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count()) +
-      "-" + std::to_string(++stamp_);
+  const std::string stamp = std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::system_clock::now().time_since_epoch())
+                                               .count()) +
+                            "-" + std::to_string(++stamp_);
   std::atomic<size_t> next{0}, ok{0};
   auto worker = [&] {
     for (size_t i = next++; i < pods.size() && !stop.stopped(); i = next++) {
@@ -53,7 +52,8 @@ size_t PodWaker::round(StopSignal& stop) {
       if (wake(pods[i], stamp)) ++ok;
     }
   };
-  const size_t threads = std::min<size_t>(pods.size(), static_cast<size_t>(std::max(1, options_.max_in_flight)));
+  const size_t threads =
+      std::min<size_t>(pods.size(), static_cast<size_t>(std::max(1, options_.max_in_flight)));
   {
     std::vector<std::jthread> pool;
     for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
@@ -90,8 +90,8 @@ bool PodWaker::takeToken(StopSignal& stop) {
 bool PodWaker::wake(const sched::WakeCandidate& pod, const std::string& stamp) {
   const size_t slash = pod.key.find('/');
   if (slash == std::string::npos) return false;
-  const std::string path = "/api/v1/namespaces/" + pod.key.substr(0, slash) + "/pods/" + pod.key.substr(slash + 1) +
-                           "/status";
+  const std::string path =
+      "/api/v1/namespaces/" + pod.key.substr(0, slash) + "/pods/" + pod.key.substr(slash + 1) + "/status";
   ApiReply r = api_.request("PATCH", path, wakePatch(pod.uid, stamp), "application/merge-patch+json");
   std::lock_guard lock(mu_);
   ++writes_;

@@ -50,8 +50,8 @@ class PodWaker {
   // a pod the core has not heard is gone yet).
   using Plan = std::function<std::vector<sched::WakeCandidate>(sched::WakePlanner&)>;
   using StillPending = std::function<bool(const std::string& uid)>;
-  PodWaker(KubeTransport& api, Plan plan, StillPending pending, adapters::Logger& logger, PodWakeOptions options,
-           std::function<Clock::time_point()> clock = {});
+  PodWaker(KubeTransport& api, Plan plan, StillPending pending, adapters::Logger& logger,
+           PodWakeOptions options, std::function<Clock::time_point()> clock = {});
 
   // Rounds until `stop` fires.
   void run(StopSignal& stop);
