@@ -25,6 +25,15 @@ std::vector<WakeCandidate> WakePlanner::plan(std::vector<WakeCandidate> refused,
   };
   std::unordered_map<std::string, int64_t> queue_taken;  // by the pods chosen so far
   std::unordered_map<std::string, bool> gang_fits;       // asked once per gang
+  // A pod woken that kube-scheduler has not filtered again yet (its record is the same) is on
+  // its way to the room it was woken for: that room is not offered to another pod meanwhile.
+  for (const WakeCandidate& c : refused) {
+    auto it = woken_.find(c.uid);
+    if (it != woken_.end() && it->second.seq == c.seq && resting(c)) {
+      queue_taken[c.queue] += c.milli;
+      free_milli -= c.milli;
+    }
+  }
   std::vector<WakeCandidate> out;
   for (WakeCandidate& c : refused) {
     if (out.size() >= options_.max_per_round) break;
@@ -42,9 +51,10 @@ std::vector<WakeCandidate> WakePlanner::plan(std::vector<WakeCandidate> refused,
     if (!ok) continue;
     taken += c.milli;
     free_milli -= c.milli;
-    auto [w, fresh] = woken_.try_emplace(c.uid, Woken{now, options_.first_backoff});
+    auto [w, fresh] = woken_.try_emplace(c.uid, Woken{now, options_.first_backoff, c.seq});
     if (!fresh) {
       w->second.at = now;
+      w->second.seq = c.seq;
       w->second.backoff = std::min<Clock::duration>(w->second.backoff * 2, options_.max_backoff);
     }
     out.push_back(std::move(c));

@@ -56,6 +56,21 @@ TEST_CASE("wake planner: only as many as the room, by priority then age", "[wake
   CHECK(uids(woken) == std::vector<std::string>{"urgent", "p999", "p998", "p997"});
 }
 
+TEST_CASE("wake planner: a woken pod keeps its room until it is filtered again", "[wake]") {
+  WakePlanner p;
+  std::vector<WakeCandidate> refused;
+  for (int i = 0; i < 8; ++i)
+    refused.push_back(cand("p" + std::to_string(i), "a", 1000, 0, static_cast<uint64_t>(i)));
+  const auto room = roomPerQueue({{"a", 4000}});
+  CHECK(uids(p.plan(refused, room, kT0, 100000)) == std::vector<std::string>{"p0", "p1", "p2", "p3"});
+  // A second round before kube-scheduler retried them: the room is theirs, nobody else is woken.
+  CHECK(p.plan(refused, room, kT0 + std::chrono::seconds(1), 100000).empty());
+  // Filtered again and refused again (their records changed): the room is offered again.
+  for (int i = 0; i < 4; ++i) refused[static_cast<size_t>(i)].seq += 100;
+  CHECK(uids(p.plan(refused, room, kT0 + std::chrono::seconds(2), 100000)) ==
+        std::vector<std::string>{"p4", "p5", "p6", "p7"});
+}
+
 TEST_CASE("wake planner: the cluster's free GPUs bound the round too", "[wake]") {
   WakePlanner p;
   std::vector<WakeCandidate> refused = {cand("big", "a", 8000, 0, 1), cand("s1", "a", 1000, 0, 2),
@@ -224,6 +239,7 @@ TEST_CASE("wake trigger: a raised queue limit wakes as many pods as it lets in",
   CHECK(uids(woken) == std::vector<std::string>{"uid-p4", "uid-p5", "uid-p6", "uid-p7"});
   CHECK(woken.front().key == "default/p4");
   CHECK(woken.front().queue == "team");
+  CHECK(c.s->planWakes(planner).empty());  // woken, not yet retried: nobody else takes their room
   // kube-scheduler retries them: each passes and binds; the rest stay refused and unwoken.
   for (int i = 4; i < 8; ++i) CHECK(c.offer(pods[static_cast<size_t>(i)]));
   CHECK(c.s->planWakes(planner).empty());

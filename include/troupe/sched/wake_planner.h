@@ -7,8 +7,9 @@
 // Pure: the caller says which pods Troupe's latest filter refused and whether each would pass
 // now; the planner orders them, charges each against the room the ones before it took (so a
 // queue raised by 4 GPUs wakes 4 one-GPU pods, not all 1,000 waiting), wakes a gang whole, caps
-// a round, and does not wake a pod again before its backoff (doubling per wake, so a pod
-// Troupe keeps misjudging costs a write every few minutes at most, not one per round).
+// a round, keeps the room of a pod woken but not yet filtered again, and does not wake a pod again before its
+// backoff (doubling per wake, so a pod Troupe keeps misjudging costs a write every few minutes at most, not
+// one per round).
 //
 // Not thread-safe: one caller (the Scheduler, under its lock) at a time.
 #pragma once
@@ -65,6 +66,7 @@ class WakePlanner {
   struct Woken {
     Clock::time_point at;
     Clock::duration backoff;
+    uint64_t seq;  // the pod's record when woken: a later filter changes it
   };
   const WakeOptions options_;
   std::unordered_map<std::string, Woken> woken_;
