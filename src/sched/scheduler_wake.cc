@@ -36,53 +36,58 @@ std::vector<WakeCandidate> Scheduler::planWakes(WakePlanner& planner) {
   struct Shape {
     const GpuRequest* req;
     std::string gang;
-    std::vector<const model::NodeState*> nodes;  // passing the node checks
+    // The nodes passing the node checks, by GPU product (queue admission is per product).
+    std::vector<std::pair<std::string, std::vector<const model::NodeState*>>> by_product;
   };
   std::deque<Shape> shapes;  // references stay valid as it grows
   auto shapeOf = [&](const PendingPod& p) -> const Shape& {
     for (const Shape& s : shapes) {
       if (*s.req == p.request && s.gang == p.gang) return s;
     }
+    std::vector<const model::NodeState*> nodes;
+    filterSingleLocked(p.request, names, p.gang, &nodes);
     Shape s{&p.request, p.gang, {}};
-    filterSingleLocked(p.request, names, p.gang, &s.nodes);
+    for (const model::NodeState* node : nodes) {
+      const std::string& product = node->info().gpu_product;
+      auto it = std::find_if(s.by_product.begin(), s.by_product.end(),
+                             [&](const auto& e) { return e.first == product; });
+      if (it == s.by_product.end()) it = s.by_product.insert(s.by_product.end(), {product, {}});
+      it->second.push_back(node);
+    }
     shapes.push_back(std::move(s));
     return shapes.back();
   };
   const Clock::time_point t = now();
   const bool holding = reclaim_.holding(t);
-  // The nodes of `shape` that `queue` may take `milli` more on (admission, then reclaim holds).
-  auto admitted = [&](const Shape& shape, const std::string& queue, int64_t milli, const std::string& gang) {
+  // The nodes of `shape` that `queue` may take `milli` more on (admission, then reclaim holds);
+  // `first_only`: stop at the first.
+  auto admitted = [&](const Shape& shape, const std::string& queue, int64_t milli, const std::string& gang,
+                      bool first_only) {
     std::vector<const model::NodeState*> out;
-    std::vector<std::pair<std::string, bool>> by_product;
-    for (const model::NodeState* node : shape.nodes) {
-      const std::string& product = node->info().gpu_product;
-      auto it = std::find_if(by_product.begin(), by_product.end(),
-                             [&](const auto& e) { return e.first == product; });
-      if (it == by_product.end()) {
-        by_product.emplace_back(product, !queues_.admit(queue, milli, product, gang));
-        it = by_product.end() - 1;
+    for (const auto& [product, nodes] : shape.by_product) {
+      if (!queue.empty() && queues_.admit(queue, milli, product, gang)) continue;
+      for (const model::NodeState* node : nodes) {
+        if (holding && !queue.empty() && reclaim_.refusal(queue, node->info().name, t)) continue;
+        out.push_back(node);
+        if (first_only) return out;
       }
-      if (!it->second || (holding && reclaim_.refusal(queue, node->info().name, t))) continue;
-      out.push_back(node);
     }
     return out;
   };
   auto fits = [&](const WakeCandidate& c, int64_t queue_before) {
     const PendingPod& p = *records.at(c.uid);
     const Shape& shape = shapeOf(p);
-    if (shape.nodes.empty()) return false;
-    if (c.gang.empty())
-      return c.queue.empty() || !admitted(shape, c.queue, queue_before + c.milli, "").empty();
+    if (c.gang.empty()) return !admitted(shape, c.queue, queue_before + c.milli, "", true).empty();
     // A gang: its plan (if any) keeps a slot for each member; else its minimum members must fit
     // together, within what its queue admits for all of them.
     const GangBook::Progress progress = gangs_.progress(c.gang);
     if (progress.planned || progress.admitted) return true;
     const int need = std::max(1, p.gang_min - progress.bound);
-    const std::vector<const model::NodeState*> nodes =
-        c.queue.empty() ? shape.nodes
-                        : admitted(shape, c.queue, queue_before + std::max(1, p.gang_min) * c.milli, c.gang);
     int64_t room = 0;  // members that fit, counting each node's free GPUs
-    for (const model::NodeState* node : nodes) room += node->freeMilliTotal() / std::max<int64_t>(1, c.milli);
+    for (const model::NodeState* node :
+         admitted(shape, c.queue, queue_before + std::max(1, p.gang_min) * c.milli, c.gang, false)) {
+      room += node->freeMilliTotal() / std::max<int64_t>(1, c.milli);
+    }
     return room >= need;
   };
   return planner.plan(std::move(candidates), fits, t, free_milli);
