@@ -301,6 +301,45 @@ def test_a_raised_queue_limit_binds_the_waiting_pods_within_30_s(api, kube, name
     assert bound_by_queue(api, namespace) == {raised: 8}
 
 
+def test_a_deleted_competing_gang_lets_the_waiting_gang_bind_within_30_s(api, kube, namespace, scheduler_name,
+                                                                         queues, names):
+    """Gang `first` holds its queue's limit; gang `second` waits, refused. Deleting `first` is an
+    event kube-scheduler sees, but it may retry `second` before Troupe's watch has seen the
+    deletion: refused again, it would wait for the 5-minute flush unless Troupe wakes it."""
+    q = names("gangs")
+    queues([queue(q, limit=8)])
+
+    def member(gang, i):
+        return gpu_pod(f"{gang}-{i}", gpus=4, scheduler=scheduler_name, labels={QUEUE_LABEL: q},
+                       annotations={"troupe.dev/gang": gang, "troupe.dev/gang-size": "2"})
+
+    def bound(prefix):
+        return sorted(p["metadata"]["name"] for p in api.list_pods(namespace)
+                      if p["spec"].get("nodeName") and p["metadata"]["name"].startswith(prefix))
+
+    create_pods(api, namespace, [member("first", i) for i in range(2)])
+    kube.wait_for(lambda: len(bound("first-")) == 2, timeout=60, interval=0.5, desc="gang first bound")
+    create_pods(api, namespace, [member("second", i) for i in range(2)])
+
+    def refused():
+        return all(any(f"queue {q}" in m for m in failed_scheduling(api, namespace, f"second-{i}")) for i in range(2))
+
+    kube.wait_for(refused, timeout=60, interval=0.5, desc="gang second refused at the queue's limit")
+    time.sleep(2)
+    assert not bound("second-")
+    for i in range(2):
+        api.delete_pod(namespace, f"first-{i}")
+    t0 = time.monotonic()
+    try:
+        kube.wait_for(lambda: len(bound("second-")) == 2, timeout=WAKE_S, interval=0.25,
+                      desc=f"gang second bound within {WAKE_S:.0f} s of gang first's deletion")
+    except TimeoutError:
+        raise AssertionError(f"gang second not bound {WAKE_S:.0f} s after gang first was deleted: "
+                             f"{ {f'second-{i}': failed_scheduling(api, namespace, f'second-{i}')[-1:] for i in range(2)} }"
+                             ) from None
+    print(f"\ncompeting gang deleted: the waiting gang bound {time.monotonic() - t0:.1f} s later")
+
+
 # ---- c. reclaim -------------------------------------------------------------------------------
 def test_reclaim_gives_a_guaranteed_queue_its_gpus_from_the_over_share_queue_whole_gangs_and_pdbs_honoured(
         api, kube, namespace, scheduler_name, queues, names):
