@@ -78,10 +78,12 @@ std::vector<WakeCandidate> Scheduler::planWakes(WakePlanner& planner) {
     const PendingPod& p = *records.at(c.uid);
     const Shape& shape = shapeOf(p);
     if (c.gang.empty()) return !admitted(shape, c.queue, queue_before + c.milli, "", true).empty();
-    // A gang: its plan (if any) keeps a slot for each member; else its minimum members must fit
-    // together, within what its queue admits for all of them.
+    // A gang: once admitted, a further member is a pod on its own; a planned gang's members pass
+    // onto their slots at their next filter (a refusal then is not about room); else its minimum
+    // members must fit together, within what its queue admits for all of them.
     const GangBook::Progress progress = gangs_.progress(c.gang);
-    if (progress.planned || progress.admitted) return true;
+    if (progress.admitted) return !admitted(shape, c.queue, queue_before + c.milli, c.gang, true).empty();
+    if (progress.planned) return false;
     const int need = std::max(1, p.gang_min - progress.bound);
     int64_t room = 0;  // members that fit, counting each node's free GPUs
     for (const model::NodeState* node :

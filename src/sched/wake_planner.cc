@@ -9,11 +9,15 @@ namespace troupe::sched {
 std::vector<WakeCandidate> WakePlanner::plan(std::vector<WakeCandidate> refused, const Fits& fits,
                                              Clock::time_point now, int64_t free_milli) {
   {
-    // Bound, deleted, or passed a filter since: nothing to remember.
+    // A pod no longer refused (bound, deleted, or passed a filter since) is remembered for the
+    // longest backoff: one that bounces between passing and being refused again (a gang member
+    // whose bind timed out) keeps doubling its backoff instead of starting over.
     std::unordered_set<std::string> live;
     live.reserve(refused.size());
     for (const WakeCandidate& c : refused) live.insert(c.uid);
-    std::erase_if(woken_, [&](const auto& w) { return !live.count(w.first); });
+    std::erase_if(woken_, [&](const auto& w) {
+      return !live.count(w.first) && now >= w.second.at + options_.max_backoff;
+    });
   }
   // kube-scheduler's own order: higher priority first, then the longest waiting.
   std::sort(refused.begin(), refused.end(), [](const WakeCandidate& a, const WakeCandidate& b) {

@@ -110,10 +110,14 @@ TEST_CASE("wake planner: backoff per pod, doubling, forgotten once gone", "[wake
   CHECK(p.plan(refused, yes, kT0 + seconds(26), 8000).empty());  // capped at 12 s
   CHECK(p.plan(refused, yes, kT0 + seconds(27), 8000).size() == 1);
   CHECK(p.remembered() == 1);
-  // Bound or passed a filter: forgotten, and woken at once should it be refused again later.
+  // Passed a filter (or bound): still remembered for the longest backoff, so a pod bouncing
+  // between passing and being refused keeps its backoff; then forgotten.
   CHECK(p.plan({}, yes, kT0 + seconds(28), 8000).empty());
+  CHECK(p.remembered() == 1);
+  CHECK(p.plan(refused, yes, kT0 + seconds(28), 8000).empty());  // resting until 27 + 12
+  CHECK(p.plan({}, yes, kT0 + seconds(39), 8000).empty());
   CHECK(p.remembered() == 0);
-  CHECK(p.plan(refused, yes, kT0 + seconds(28), 8000).size() == 1);
+  CHECK(p.plan(refused, yes, kT0 + seconds(39), 8000).size() == 1);
 }
 
 TEST_CASE("wake planner: the round cap leaves the rest for the next round", "[wake]") {
