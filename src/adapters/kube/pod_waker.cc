@@ -59,8 +59,12 @@ size_t PodWaker::round(StopSignal& stop) {
     for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
     worker();
   }
-  logger_.info("woke pending pods Troupe's filter would pass now",
-               {{"pods", std::to_string(ok.load())}, {"planned", std::to_string(pods.size())}});
+  std::string first;  // which pods, for the log: the first few
+  for (size_t i = 0; i < pods.size() && i < 5; ++i) first += (i ? "," : "") + pods[i].key;
+  if (pods.size() > 5) first += ",...";
+  logger_.info(
+      "woke pending pods Troupe's filter would pass now",
+      {{"pods", std::to_string(ok.load())}, {"planned", std::to_string(pods.size())}, {"first", first}});
   return ok.load();
 }
 
