@@ -197,8 +197,10 @@ check(sa_of(dep) not in role_subject(default, role["metadata"]["name"]),
       "default: kube-scheduler's ServiceAccount holds Troupe's role")
 # Writes only where docs/security.md says why: Bindings, events, evictions (they honour
 # PodDisruptionBudgets; a delete would not), the status of Queues (never their spec) and the
-# PodGroupScheduled condition of native PodGroups (their status only).
+# PodGroupScheduled condition of native PodGroups (their status only), the troupe.dev/wake
+# annotation of pending pods (through pods/status, never their spec).
 ALLOWED_WRITES = {"pods/binding": {"create"}, "events": {"create"}, "pods/eviction": {"create"},
+                  "pods/status": {"patch"},
                   "queues/status": {"patch", "update"}, "podgroups/status": {"patch"}}
 for r in role["rules"]:
     writes = set(r["verbs"]) - {"get", "list", "watch"}

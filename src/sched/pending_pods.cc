@@ -57,7 +57,7 @@ PendingPods::Seen PendingPods::remember(const PodFacts& pod, const GpuRequest& r
   std::lock_guard lock(mu_);
   if (deleted_.count(pod.uid)) return Seen::kDeleted;  // kube-scheduler's late call for a deleted pod
   auto [it, fresh] = pending_.try_emplace(pod.uid);
-  it->second = PendingPod{req, fingerprint, pod.key(), ++seq_, gang, false, {}, 0};
+  it->second = PendingPod{req, fingerprint, pod.key(), ++seq_, gang, false, {}, 0, "", 0, pod.priority};
   if (seq) *seq = it->second.seq;
   if (pending_.size() > max_pending_) {
     // Forget the oldest tenth: pods that were filtered long ago and never bound.
@@ -70,7 +70,8 @@ PendingPods::Seen PendingPods::remember(const PodFacts& pod, const GpuRequest& r
   return fresh ? Seen::kFirst : Seen::kAgain;
 }
 
-void PendingPods::recordPassed(const std::string& uid, uint64_t seq, NodeOrdinalSet passed, uint64_t births) {
+void PendingPods::recordPassed(const std::string& uid, uint64_t seq, NodeOrdinalSet passed, uint64_t births,
+                               const std::string& queue, int gang_min) {
   if (uid.empty()) return;
   std::lock_guard lock(mu_);
   auto it = pending_.find(uid);
@@ -78,6 +79,17 @@ void PendingPods::recordPassed(const std::string& uid, uint64_t seq, NodeOrdinal
   it->second.filtered = true;
   it->second.passed = std::move(passed);
   it->second.births = births;
+  it->second.queue = queue;
+  it->second.gang_min = gang_min;
+}
+
+std::vector<std::pair<std::string, PendingPod>> PendingPods::refused() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::pair<std::string, PendingPod>> out;
+  for (const auto& [uid, p] : pending_) {
+    if (p.refused()) out.emplace_back(uid, p);
+  }
+  return out;
 }
 
 std::optional<PendingPod> PendingPods::find(const std::string& uid) const {

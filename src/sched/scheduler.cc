@@ -154,7 +154,8 @@ Result<GpuRequest> Scheduler::requestOf(const PodFacts& pod, uint64_t fingerprin
 
 void Scheduler::recordPassedLocked(const std::string& uid, uint64_t seq,
                                    const std::vector<std::string>& passed,
-                                   const std::vector<const model::NodeState*>* nodes) {
+                                   const std::vector<const model::NodeState*>* nodes,
+                                   const std::string& queue, int gang_min) {
   if (uid.empty()) return;
   std::vector<uint32_t> ordinals;
   ordinals.reserve(passed.size());
@@ -162,7 +163,7 @@ void Scheduler::recordPassedLocked(const std::string& uid, uint64_t seq,
     const model::NodeState* node = nodes ? (*nodes)[i] : cluster_.index().find(passed[i]);
     if (node) ordinals.push_back(node->ordinal());
   }
-  pending_.recordPassed(uid, seq, NodeOrdinalSet(std::move(ordinals)), cluster_.births());
+  pending_.recordPassed(uid, seq, NodeOrdinalSet(std::move(ordinals)), cluster_.births(), queue, gang_min);
 }
 
 Status Scheduler::checkFilteredLocked(const std::string& pod_uid, const std::string& key,
@@ -269,7 +270,7 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
       }
       for (const auto& [node, reason] : held_back.failed) answer->failed.add(node, reason);
       for (const auto& [category, n] : held_back.categories) answer->categories[category] += n;
-      recordPassedLocked(pod.uid, seq, answer->passed);
+      recordPassedLocked(pod.uid, seq, answer->passed, nullptr, queue, spec.min_member);
       return std::move(*answer);
     });
   }
@@ -288,7 +289,7 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
                      passed_nodes, out, &pressure);
     passed_nodes.assign(1, passed_nodes[static_cast<size_t>(best)]);
   }
-  recordPassedLocked(pod.uid, seq, out.passed, &passed_nodes);
+  recordPassedLocked(pod.uid, seq, out.passed, &passed_nodes, kueue_placed ? "" : queue);
   return out;
 }
 

@@ -210,8 +210,10 @@ def test_each_container_has_its_own_token_and_only_its_accounts_rights(chart):
         assert not chart.can(sa, "*", "*"), sa
         assert not chart.can(sa, "get", "secrets"), sa
         assert not chart.can(sa, "create", "clusterrolebindings"), sa
-    # Troupe binds, evicts and writes Queue status; it may not change or delete pods.
+    # Troupe binds, evicts, wakes pods (pods/status) and writes Queue status; it may not change
+    # a pod's spec or delete pods.
     for verb, resource, want in (("create", "pods/binding", True), ("create", "pods/eviction", True),
+                                 ("patch", "pods/status", True),
                                  ("patch", "queues.troupe.dev/status", True), ("watch", "nodes", True),
                                  ("patch", "pods", False), ("delete", "pods", False), ("update", "nodes", False)):
         assert chart.can(troupe_sa, verb, resource) is want, (troupe_sa, verb, resource)

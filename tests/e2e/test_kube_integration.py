@@ -495,14 +495,16 @@ def test_rbac_is_enough_in_cluster_with_token_rotation(api, kube, namespace, e2e
                  ("create", "pods", "--subresource=binding"), ("create", "events"),
                  ("watch", "queues.troupe.dev"), ("patch", "queues.troupe.dev", "--subresource=status"),
                  ("watch", "namespaces"), ("create", "pods", "--subresource=eviction"),
+                 ("patch", "pods", "--subresource=status"),
                  ("watch", "resourceslices.resource.k8s.io"), ("watch", "resourceclaims.resource.k8s.io"),
                  ("get", "leases.coordination.k8s.io/troupe-scheduler", "-n", "kube-system")]:
         assert can(*args) == "yes", f"{sa} may not {' '.join(args)}"
-    # No pod writes: the GPU annotation travels on the Binding; reclaim evicts (PodDisruptionBudgets
-    # apply), it never deletes. Queue specs are the admin's.
+    # No pod writes but the troupe.dev/wake annotation through pods/status (patch only): the GPU
+    # annotation travels on the Binding; reclaim evicts (PodDisruptionBudgets apply), it never
+    # deletes. Queue specs are the admin's.
     for args in [("patch", "pods"), ("delete", "pods"), ("create", "pods"), ("update", "pods"), ("update", "nodes"),
                  ("patch", "nodes"),
-                 ("get", "secrets"), ("list", "configmaps"), ("patch", "pods", "--subresource=status"),
+                 ("get", "secrets"), ("list", "configmaps"), ("update", "pods", "--subresource=status"),
                  ("delete", "events"), ("patch", "queues.troupe.dev"), ("create", "queues.troupe.dev"),
                  ("update", "leases.coordination.k8s.io/troupe-scheduler", "-n", "kube-system"),
                  ("get", "leases.coordination.k8s.io/kube-scheduler", "-n", "kube-system"),

@@ -252,6 +252,95 @@ def test_a_queue_at_its_limit_keeps_the_next_pod_pending_with_a_reason_naming_qu
                              f"{queue_status(kube).get(limited)}") from None
 
 
+# ---- b. waking pods when Troupe's answer changes --------------------------------------------------
+WAKE_S = 30.0  # the issue's bound; kube-scheduler's own retry would come after 5 minutes
+WAKE_ANNOTATION = "troupe.dev/wake"
+
+
+def test_a_raised_queue_limit_binds_the_waiting_pods_within_30_s(api, kube, namespace, scheduler_name, queues,
+                                                               names):
+    """Raising a Queue's limit is no event kube-scheduler reacts to: without Troupe waking the
+    four pods it refused, they wait for kube-scheduler's 5-minute flush of unschedulable pods."""
+    raised = names("raised")
+    queues([queue(raised, limit=4)])
+    pods = [one_gpu_pod(f"wait-{i}", scheduler_name, raised) for i in range(8)]
+    create_pods(api, namespace, pods)
+    names_ = [p["metadata"]["name"] for p in pods]
+
+    def bound():
+        return sorted(p["metadata"]["name"] for p in api.list_pods(namespace)
+                      if p["spec"].get("nodeName") and p["metadata"]["name"] in names_)
+
+    kube.wait_for(lambda: len(bound()) == 4, timeout=60, interval=0.5, desc="4 of 8 pods bound at the limit of 4")
+    waiting = sorted(set(names_) - set(bound()))
+
+    def all_refused():
+        return all(any(f"queue {raised}" in m for m in failed_scheduling(api, namespace, n)) for n in waiting)
+
+    try:
+        kube.wait_for(all_refused, timeout=60, interval=0.5, desc="a FailedScheduling naming the queue on each waiting pod")
+    except TimeoutError:
+        raise AssertionError(f"not every waiting pod was refused for queue {raised}: "
+                             f"{ {n: failed_scheduling(api, namespace, n) for n in waiting} }") from None
+    # kube-scheduler has parked them as unschedulable; nothing it watches changes from here on.
+    time.sleep(2)
+    assert len(bound()) == 4, bound()
+
+    kube.apply([queue(raised, limit=8)])  # a plain update of spec.limit
+    t0 = time.monotonic()
+    try:
+        kube.wait_for(lambda: len(bound()) == 8, timeout=WAKE_S, interval=0.25,
+                      desc=f"all 8 pods bound within {WAKE_S:.0f} s of the raised limit")
+    except TimeoutError:
+        raise AssertionError(f"{WAKE_S:.0f} s after the limit was raised to 8, bound: {bound()}; waiting pods' "
+                             f"events: { {n: failed_scheduling(api, namespace, n)[-1:] for n in waiting} }") from None
+    elapsed = time.monotonic() - t0
+    print(f"\nlimit 4 -> 8: the 4 waiting pods bound {elapsed:.1f} s after the update")
+    # Woken by Troupe (the annotation it writes), not by some other event.
+    woken = {n for n in names_ if WAKE_ANNOTATION in (api.get_pod(namespace, n)["metadata"].get("annotations") or {})}
+    assert set(waiting) <= woken, (woken, waiting)
+    assert bound_by_queue(api, namespace) == {raised: 8}
+
+
+def test_a_deleted_competing_gang_lets_the_waiting_gang_bind_within_30_s(api, kube, namespace, scheduler_name,
+                                                                         queues, names):
+    """Gang `first` holds its queue's limit; gang `second` waits, refused. Deleting `first` is an
+    event kube-scheduler sees, but it may retry `second` before Troupe's watch has seen the
+    deletion: refused again, it would wait for the 5-minute flush unless Troupe wakes it."""
+    q = names("gangs")
+    queues([queue(q, limit=8)])
+
+    def member(gang, i):
+        return gpu_pod(f"{gang}-{i}", gpus=4, scheduler=scheduler_name, labels={QUEUE_LABEL: q},
+                       annotations={"troupe.dev/gang": gang, "troupe.dev/gang-size": "2"})
+
+    def bound(prefix):
+        return sorted(p["metadata"]["name"] for p in api.list_pods(namespace)
+                      if p["spec"].get("nodeName") and p["metadata"]["name"].startswith(prefix))
+
+    create_pods(api, namespace, [member("first", i) for i in range(2)])
+    kube.wait_for(lambda: len(bound("first-")) == 2, timeout=60, interval=0.5, desc="gang first bound")
+    create_pods(api, namespace, [member("second", i) for i in range(2)])
+
+    def refused():
+        return all(any(f"queue {q}" in m for m in failed_scheduling(api, namespace, f"second-{i}")) for i in range(2))
+
+    kube.wait_for(refused, timeout=60, interval=0.5, desc="gang second refused at the queue's limit")
+    time.sleep(2)
+    assert not bound("second-")
+    for i in range(2):
+        api.delete_pod(namespace, f"first-{i}")
+    t0 = time.monotonic()
+    try:
+        kube.wait_for(lambda: len(bound("second-")) == 2, timeout=WAKE_S, interval=0.25,
+                      desc=f"gang second bound within {WAKE_S:.0f} s of gang first's deletion")
+    except TimeoutError:
+        raise AssertionError(f"gang second not bound {WAKE_S:.0f} s after gang first was deleted: "
+                             f"{ {f'second-{i}': failed_scheduling(api, namespace, f'second-{i}')[-1:] for i in range(2)} }"
+                             ) from None
+    print(f"\ncompeting gang deleted: the waiting gang bound {time.monotonic() - t0:.1f} s later")
+
+
 # ---- c. reclaim -------------------------------------------------------------------------------
 def test_reclaim_gives_a_guaranteed_queue_its_gpus_from_the_over_share_queue_whole_gangs_and_pdbs_honoured(
         api, kube, namespace, scheduler_name, queues, names):

@@ -14,6 +14,8 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "troupe/sched/node_ordinal_set.h"
 #include "troupe/sched/pod_request.h"
@@ -35,6 +37,12 @@ struct PendingPod {
   bool filtered = false;  // false: only prioritize has seen it
   NodeOrdinalSet passed;
   uint64_t births = 0;
+  // What the pod waker needs (wake_planner.h): the queue its latest filter charged ("" without
+  // queues), the gang's minimum members then, and its priority.
+  std::string queue;
+  int gang_min = 0;
+  int64_t priority = 0;
+  bool refused() const { return filtered && passed.size() == 0; }
 };
 
 class PendingPods {
@@ -49,8 +57,11 @@ class PendingPods {
   Seen remember(const PodFacts& pod, const GpuRequest& req, uint64_t fingerprint,
                 const std::string& gang = "", uint64_t* seq = nullptr);
   // Notes what the filter passed in the pod's record, unless a later filter replaced it.
-  void recordPassed(const std::string& uid, uint64_t seq, NodeOrdinalSet passed, uint64_t births);
+  void recordPassed(const std::string& uid, uint64_t seq, NodeOrdinalSet passed, uint64_t births,
+                    const std::string& queue = "", int gang_min = 0);
   std::optional<PendingPod> find(const std::string& uid) const;
+  // Every pod whose latest filter passed no node (PendingPod::refused), as uid and record.
+  std::vector<std::pair<std::string, PendingPod>> refused() const;
   // The request recorded for the pod while it is unchanged (parsed from a pod with this
   // podFingerprint), else nullopt.
   std::optional<GpuRequest> request(const std::string& uid, uint64_t fingerprint) const;

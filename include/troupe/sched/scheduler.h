@@ -43,6 +43,7 @@
 #include "troupe/sched/reclaim_book.h"
 #include "troupe/sched/request_mix.h"
 #include "troupe/sched/score_memo.h"
+#include "troupe/sched/wake_planner.h"
 
 namespace troupe::sched {
 
@@ -204,6 +205,12 @@ class Scheduler {
   // reclaim_timeout, so the next plan picks other pods; `why` is counted and logged.
   void reclaimFinished(const ReclaimPlan& plan, bool evicted, const std::string& why);
 
+  // --- waking pending pods (wake_planner.h) -------------------------------------------------
+  // The pods Troupe's latest filter refused, still pending, that would pass it now, as
+  // `planner` chooses them (in order, each charged against the room the ones before it take,
+  // a gang whole, with backoff). Checked against every known node, under the model lock (shared).
+  std::vector<WakeCandidate> planWakes(WakePlanner& planner);
+
   // --- defragmentation advice (defrag_advice.h) --------------------------------------------
   // The fewest moves of running pods after which `ask` would fit, planned on the GPU nodes as
   // they are now (under the model lock, on copies). `pinned` pods stay: the caller names the
@@ -224,7 +231,8 @@ class Scheduler {
   // Notes what the filter passed in the pod's record (PendingPods::recordPassed); caller holds
   // mu_ (either mode). `nodes` may be given for `passed`, in order.
   void recordPassedLocked(const std::string& uid, uint64_t seq, const std::vector<std::string>& passed,
-                          const std::vector<const model::NodeState*>* nodes = nullptr);
+                          const std::vector<const model::NodeState*>* nodes = nullptr,
+                          const std::string& queue = "", int gang_min = 0);
   // OK when `node` passed the pod's latest filter; caller holds mu_.
   Status checkFilteredLocked(const std::string& pod_uid, const std::string& key,
                              const std::string& node) const;

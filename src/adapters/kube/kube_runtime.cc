@@ -23,6 +23,7 @@ QueueSink podsAgainOnChange(QueueSink sink, const std::unique_ptr<Watcher>& watc
 KubeOptions withInternalErrors(KubeOptions options) {
   options.binder.internal_errors = options.internal_errors;
   options.events.internal_errors = options.internal_errors;
+  options.wake.internal_errors = options.internal_errors;
   return options;
 }
 
@@ -67,7 +68,11 @@ KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, adapte
                          [this](const sched::DefragAsk& ask, std::set<std::string> pinned, int max_moves) {
                            return scheduler_.adviseDefrag(ask, std::move(pinned), max_moves);
                          }},
-              &events_, logger, options_.defrag, metrics) {
+              &events_, logger, options_.defrag, metrics),
+      waker_(
+          api_, [this](sched::WakePlanner& planner) { return scheduler_.planWakes(planner); },
+          [this](const std::string& uid) { return sync_.pendingPod(uid).has_value(); }, logger,
+          options_.wake) {
   if (metrics_) metrics_->enableKube();
   scheduler_.setGangObserver([this](const sched::GangNotice& n) {
     using Kind = sched::GangNotice::Kind;
@@ -192,6 +197,10 @@ void KubeRuntime::start(std::function<void()> on_ready) {
                         [&] { queueRound(last_status, last_reclaim, last_lease); });
     }
   });
+
+  if (options_.wake.enabled) {
+    threads_.emplace_back([this] { waker_.run(stop_); });
+  }
 
   threads_.emplace_back([this] {
     auto last_stats = std::chrono::steady_clock::now();

@@ -28,6 +28,7 @@
 #include "adapters/kube/metered_transport.h"
 #include "adapters/kube/pod_group_status.h"
 #include "adapters/kube/pod_groups.h"
+#include "adapters/kube/pod_waker.h"
 #include "adapters/kube/queue_status.h"
 #include "adapters/kube/queue_sync.h"
 #include "adapters/kube/reclaimer.h"
@@ -54,8 +55,10 @@ struct KubeOptions {
   PodGroupOptions pod_groups;
   EventOptions events;
   QueueOptions queues;
-  DefragOptions defrag;             // live defragmentation advice, on the active replica (docs/defrag.md)
-  DraOptions dra;                   // which DRA drivers and device classes are GPUs
+  DefragOptions defrag;  // live defragmentation advice, on the active replica (docs/defrag.md)
+  DraOptions dra;        // which DRA drivers and device classes are GPUs
+  // Waking the pending pods Troupe's filter refused once they would pass it (pod_waker.h).
+  PodWakeOptions wake;
   int watch_timeout_seconds = 300;  // sent as timeoutSeconds (+0-25%): the server ends each watch
   int page_size = 500;
   std::chrono::milliseconds reconcile_every{2000};
@@ -131,6 +134,7 @@ class KubeRuntime {
   QueueStatusWriter status_writer_;
   Reclaimer reclaimer_;
   DefragAdvisor defrag_;
+  PodWaker waker_;
   std::chrono::steady_clock::time_point last_defrag_{};  // the queue thread's only
   std::unique_ptr<Watcher> pod_watcher_;  // reached by the housekeeping thread's liveness check
   StopSignal stop_;
