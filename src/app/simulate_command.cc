@@ -444,7 +444,8 @@ int simulateCommand(const std::vector<std::string>& args) {
     std::cout << sim::renderJson(report);
   } else {
     std::cout << "Trace: " << f.nodes << " + " << f.pods << " (" << pods.size() << " pods)\n\n"
-              << sim::renderTable(report);
+              << sim::renderTable(report) << "\n"
+              << sim::renderSizeTable(report);
     if (!f.defrag.empty()) std::cout << "\n" << sim::renderDefragTable(report);
   }
   if (!f.placements.empty()) {

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>  // EXPLORE
 #include <optional>
 #include <string>
 
@@ -66,6 +67,14 @@ constexpr double kUntouchedBalance = 0.85;
 // 1.0 overshoots (4.52%): the waste alone ignores what the next request needs.
 constexpr double kShareWasteWeight = 0.2;
 
+// What using up room an 8-GPU pod needs (a whole node's fully free GPUs) costs a smaller request,
+// in points, at pressure c on whole nodes (whole_node_pressure.h): kWholeNodeWeight * c / (c +
+// kWholeNodeHalf). Saturating, so a mix with few 8-GPU pods (c small) barely moves, and below a
+// whole point, so it reorders nodes FGD's fragmentation already finds (near) equal and never
+// overrides a clear difference in fragmentation.
+constexpr double kWholeNodeWeight = 0.42;
+constexpr double kWholeNodeHalf = 0.2;
+
 class TroupePolicy final : public Policy {
  public:
   explicit TroupePolicy(const TroupeArgs& args) : args_(args) {}
@@ -89,6 +98,16 @@ class TroupePolicy final : public Policy {
                          const ModelPressure& pressure) const override {
     if (!req.wantsGpus() || pressure.empty()) return 0.0;
     return args_.scarcity_weight * pressure.of(node.info().gpu_product);
+  }
+
+  double wholeNodePenalty(const NodeState& node, const GpuRequest& req,
+                          const WholeNodePressure& pressure) const override {
+    if (req.gpus >= kWholeNodeGpus || pressure.empty()) return 0.0;
+    if (WholeNodePressure::slotsTaken(node, req) == 0) return 0.0;
+    const double c = pressure.value();
+    static const double w_ = std::getenv("TROUPE_WN_W") ? std::atof(std::getenv("TROUPE_WN_W")) : kWholeNodeWeight;  // EXPLORE
+    static const double h_ = std::getenv("TROUPE_WN_H") ? std::atof(std::getenv("TROUPE_WN_H")) : kWholeNodeHalf;  // EXPLORE
+    return w_ * c / (c + h_);
   }
 
   uint32_t shareClass(const NodeState& node, const GpuRequest& req, const ScoreContext& ctx) const override {
