@@ -21,7 +21,9 @@
 // Apart from that value, a GPU request loses scarcity_weight points per unit of pressure on the
 // node's GPU model (model_pressure.h): requests that could run elsewhere leave the models that
 // constrained requests will need. On the FGD artifact's gpuspec33 trace this takes the
-// unallocated GPUs from 13.3% to 5.6% (FGD: 12.2%).
+// unallocated GPUs from 13.3% to 5.6% (FGD: 12.2%). Likewise a request of under 8 GPUs loses
+// points for using up a node's room for an 8-GPU pod while the mix asks for whole nodes
+// (wholeNodePenalty, whole_node_pressure.h).
 #include <algorithm>
 #include <bit>
 #include <cmath>
