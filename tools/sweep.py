@@ -34,10 +34,12 @@ pod list itself, the published figures' seeds.
 Outputs in --out DIR:
   runs.csv   axis,value,run,workload_seed,replay_seed,policy,unallocated_pct_100,
              unallocated_pct_130 (unallocated GPU % when the arrived requests reach 100% and
-             130% of the cluster's GPUs; lower is better)
+             130% of the cluster's GPUs; lower is better),floor_pct_100,failed_8gpu_100 (requests
+             of 8+ GPUs that found no node up to 100% arrived)
   table.md   per point: each policy's mean +- sd over the runs (at 100%), troupe against fgd
              ((troupe - fgd) / fgd) and the runs where troupe <= fgd; last row: the average
-             relative difference and the points where troupe <= fgd
+             relative difference and the points where troupe <= fgd; then the failed 8-GPU
+             requests per point, troupe against fgd
   sweep.svg  one panel per axis: unallocated GPU % at 100% against the axis value, one line per
              policy with sd error bars (the default point sits at the pod list's own value);
              not written when every point is mixed
@@ -82,6 +84,8 @@ AXIS_TITLES = {
 }
 DEFAULT_POINTS = "default multigpu=0.1,0.2,0.3,0.4,0.5 gpushare=0.2,0.4,0.6,0.8,1.0 cpu=0,0.5,2,3 gpuspec=0.05,0.1,0.2,0.33"
 CACHE_VERSION = 2
+# The size class of whole-node (8+ GPU) requests in troupe simulate's by_size_100.
+BIG = "8+"
 
 
 class UsageError(Exception):
@@ -252,7 +256,7 @@ class Sweep:
                 r = json.load(f)
             floor = r.get("floor_pct_100")
             return float(r["unallocated_pct_100"]), float(r["unallocated_pct_130"]), \
-                None if floor is None else float(floor)
+                None if floor is None else float(floor), r.get("failed_100")
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -291,8 +295,11 @@ class Sweep:
                 # The hindsight floor (troupe simulate --help) is the run's, not the policy's; a
                 # binary from before it has none.
                 floor = (doc.get("floor_percent_100") or {}).get("per_seed", [None])[0]
+                # Failed requests by size class at 100% arrived; a binary from before them has none.
+                by_size = p.get("by_size_100")
+                failed = None if by_size is None else {k: v["failed"]["mean"] for k, v in by_size.items()}
                 got[p["policy"]] = (float(u["100"]["per_seed"][0]), float(u["130"]["per_seed"][0]),
-                                    None if floor is None else float(floor))
+                                    None if floor is None else float(floor), failed)
         except (ValueError, KeyError, IndexError, TypeError) as e:
             raise RuntimeError(f"{' '.join(cmd)}: unexpected JSON ({e!r}); is --troupe a troupe binary?") from None
         missing = [p for p in policies if p not in got]
@@ -307,7 +314,7 @@ class Sweep:
         got = self.simulate(pods, run, policies)
         wseed, rseed = self.seeds(run)
         for policy in policies:
-            u100, u130, floor = got[policy]
+            u100, u130, floor, failed = got[policy]
             path = self.cache_path(axis, value, run, policy, workload_hash)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             record = {
@@ -321,6 +328,7 @@ class Sweep:
                 "unallocated_pct_100": u100,
                 "unallocated_pct_130": u130,
                 "floor_pct_100": floor,
+                "failed_100": failed,
             }
             tmp = path + ".tmp"
             with open(tmp, "w") as f:
@@ -391,15 +399,16 @@ def write_runs(path, points, runs, policies, results):
     with open(path, "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["axis", "value", "run", "workload_seed", "replay_seed", "policy", "unallocated_pct_100",
-                    "unallocated_pct_130", "floor_pct_100"])
+                    "unallocated_pct_130", "floor_pct_100", "failed_8gpu_100"])
         for axis, value in points:
             for run in range(1, runs + 1):
                 for policy in policies:
-                    u100, u130, _ = results[(axis, value, run, policy)]
+                    u100, u130, _, failed = results[(axis, value, run, policy)]
                     floor = floor_of(results, (axis, value), run, policies)
+                    f8 = None if failed is None else failed.get(BIG)
                     w.writerow([axis, "" if value is None else fmt_value(value), run,
                                 "" if value is None else run, 41 + run, policy, f"{u100:.4f}", f"{u130:.4f}",
-                                "" if floor is None else f"{floor:.4f}"])
+                                "" if floor is None else f"{floor:.4f}", "" if f8 is None else f"{f8:g}"])
 
 
 def floor_of(results, pt, run, policies):
@@ -415,6 +424,42 @@ def floor_stats(points, runs, policies, results):
         if all(f is not None for f in fs):
             out[pt] = mean_sd(fs)
     return out
+
+
+def big_stats(points, runs, policies, results):
+    """{point: {policy: (mean, sd)}} of the failed 8-GPU requests at 100% arrived, for the
+    policies whose runs all carry them (a cached result from an older binary has none)."""
+    out = {}
+    for pt in points:
+        per = {}
+        for p in policies:
+            fs = [results[pt + (r, p)][3] for r in range(1, runs + 1)]
+            if all(f is not None and BIG in f for f in fs):
+                per[p] = mean_sd([f[BIG] for f in fs])
+        out[pt] = per
+    return out
+
+
+def big_lines(points, runs, big):
+    """The table of failed 8-GPU requests, troupe against fgd; [] without both."""
+    if not all("troupe" in big[pt] and "fgd" in big[pt] for pt in points):
+        return []
+    pols = [p for p in big[points[0]] if all(p in big[pt] for pt in points)]
+    lines = ["", "## Failed 8-GPU requests at 100% arrived", "",
+             f"Requests of 8 or more GPUs (a whole node) that found no node, mean ± sd over {runs} runs; "
+             "lower is better. ▲ marks a point where troupe's mean is above fgd's.", "",
+             "| axis | value | " + " | ".join(pols) + " | troupe − fgd |",
+             "|---|---:|" + "---:|" * (len(pols) + 1)]
+    ok = 0
+    for pt in points:
+        axis, value = point_label(*pt)
+        cells = [axis, value] + [f"{big[pt][p][0]:.1f} ± {big[pt][p][1]:.1f}" for p in pols]
+        d = big[pt]["troupe"][0] - big[pt]["fgd"][0]
+        ok += d <= 1e-9
+        cells.append(f"{d:+.1f}" if d <= 1e-9 else f"**{d:+.1f} ▲**")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", f"Failed 8-GPU requests: troupe ≤ fgd at {ok} of {len(points)} points."]
+    return lines
 
 
 def summarize(points, runs, policies, results, at=0):
@@ -439,7 +484,7 @@ def headline(points, runs, compare):
             f"{statistics.fmean(rels):+.2f}%; troupe ≤ fgd in {wins} of {runs * len(points)} paired runs")
 
 
-def write_table(path, points, runs, policies, stats, compare, compare130, floors=None):
+def write_table(path, points, runs, policies, stats, compare, compare130, floors=None, big=None):
     lines = [
         "# The sweep: unallocated GPU % at 100% arrived",
         "",
@@ -496,6 +541,8 @@ def write_table(path, points, runs, policies, stats, compare, compare130, floors
         if mixed and single:
             lines += [f"The axes' points alone, at 100%: {headline(single, runs, compare)}.",
                       f"The mixed points alone, at 100%: {headline(mixed, runs, compare)}."]
+    if big:
+        lines += big_lines(points, runs, big)
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -725,7 +772,8 @@ def main(argv):
     stats, compare = summarize(a.points, a.runs, a.policy, results)
     _, compare130 = summarize(a.points, a.runs, a.policy, results, at=1)
     floors = floor_stats(a.points, a.runs, a.policy, results)
-    write_table(os.path.join(a.out, "table.md"), a.points, a.runs, a.policy, stats, compare, compare130, floors)
+    big = big_stats(a.points, a.runs, a.policy, results)
+    write_table(os.path.join(a.out, "table.md"), a.points, a.runs, a.policy, stats, compare, compare130, floors, big)
     written = "runs.csv, table.md"
     if any(pt[0] != "mixed" for pt in a.points):  # its panels are the single axes
         write_svg(os.path.join(a.out, "sweep.svg"), a.points, a.runs, a.policy, stats, natural, floors)

@@ -74,6 +74,8 @@ Flags:
                      cluster with up to K pod moves for each K in LIST (e.g. 1,4,16,64), and
                      report fragmented GPUs before and after (docs/defrag.md)
   --json             print the results as JSON instead of the table
+                     (the table and JSON also give failed requests by size - CPU-only, share,
+                     1, 2, 4 and 8+ GPUs - up to 100% arrived, and the GPU share of each placed)
   --out DIR          write DIR/curves.csv (mean allocation per arrived %), DIR/runs.csv (per
                      seed) and DIR/allocation.svg (the plot)
   --tenants LIST     queueing mode (below): name:weight[:guaranteedGPUs],... e.g. a:1,b:1,c:2
@@ -444,7 +446,8 @@ int simulateCommand(const std::vector<std::string>& args) {
     std::cout << sim::renderJson(report);
   } else {
     std::cout << "Trace: " << f.nodes << " + " << f.pods << " (" << pods.size() << " pods)\n\n"
-              << sim::renderTable(report);
+              << sim::renderTable(report) << "\n"
+              << sim::renderSizeTable(report);
     if (!f.defrag.empty()) std::cout << "\n" << sim::renderDefragTable(report);
   }
   if (!f.placements.empty()) {

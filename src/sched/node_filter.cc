@@ -85,7 +85,7 @@ FilterResult filterEachNode(const NodeIndex& index, const GpuRequest& req,
 
 int narrowToBest(const Policy& policy, const GpuRequest& req, const std::shared_ptr<const RequestMix>& mix,
                  ScoreMemo* memo, const std::vector<const model::NodeState*>& nodes, FilterResult& out,
-                 const ModelPressure* pressure) {
+                 const ModelPressure* pressure, const WholeNodePressure* whole) {
   const ScoreContext context{mix.get(), nullptr};
   // Nodes in the same scoring state (profile, GPUs in use, ...) share one computed value.
   SharedNodeValues shared(policy, req, context);
@@ -99,6 +99,9 @@ int narrowToBest(const Policy& policy, const GpuRequest& req, const std::shared_
   // The scarcity term moves with every placement, so it is never memoised with the values.
   if (pressure && !pressure->empty()) {
     for (size_t i = 0; i < nodes.size(); ++i) values[i] -= policy.scarcityPenalty(*nodes[i], req, *pressure);
+  }
+  if (whole && !whole->empty()) {
+    for (size_t i = 0; i < nodes.size(); ++i) values[i] -= policy.wholeNodePenalty(*nodes[i], req, *whole);
   }
   const int best = bestByValue(policy, nodes, values);
   // The other fitting nodes are left out of the answer, not listed in FailedNodes: kube-scheduler

@@ -21,6 +21,11 @@ double Policy::scarcityPenalty(const model::NodeState& /*node*/, const GpuReques
   return 0.0;
 }
 
+double Policy::wholeNodePenalty(const model::NodeState& /*node*/, const GpuRequest& /*req*/,
+                                const WholeNodePressure& /*pressure*/) const {
+  return 0.0;
+}
+
 // The built-in troupe always exists with default arguments, so value() cannot fail here.
 PolicyConfig::PolicyConfig() : policy_(builtinPolicies().create("troupe").value()) {}
 

@@ -56,17 +56,21 @@ RequestMix RequestMix::fromRequests(const std::vector<GpuRequest>& requests, dou
   mix.setWaste();
   // The constrained requests' share of the GPU request, per list of models.
   std::map<std::string, std::pair<int64_t, const GpuRequest*>> by_list;
-  int64_t gpu_total = 0, sharing = 0;
+  int64_t gpu_total = 0, sharing = 0, whole = 0;
   for (const GpuRequest& r : requests) {
     if (!r.wantsGpus()) continue;
     gpu_total += r.totalMilli();
     if (r.shared()) sharing += r.totalMilli();
+    if (r.gpus >= kWholeNodeGpus) whole += r.totalMilli();
     if (r.models.empty()) continue;
     auto& slot = by_list[joinList(r.models, "|")];
     slot.first += r.totalMilli();
     slot.second = &r;
   }
-  if (gpu_total > 0) mix.sharing_share_ = static_cast<double>(sharing) / static_cast<double>(gpu_total);
+  if (gpu_total > 0) {
+    mix.sharing_share_ = static_cast<double>(sharing) / static_cast<double>(gpu_total);
+    mix.whole_node_share_ = static_cast<double>(whole) / static_cast<double>(gpu_total);
+  }
   for (const auto& [key, value] : by_list) {
     mix.constrained_.push_back(
         {value.second->models, static_cast<double>(value.first) / static_cast<double>(gpu_total)});

@@ -284,9 +284,10 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
   if (config_.narrow_to_best && out.passed.size() > 1) {
     const std::shared_ptr<const RequestMix> mix = mix_window_.current();
     const ModelPressure pressure = modelPressureLocked(*mix);
+    const WholeNodePressure whole = wholeNodePressureLocked(*mix);
     const int best =
         narrowToBest(*config_.policy, req.value(), mix, config_.remember_scores ? &score_memo_ : nullptr,
-                     passed_nodes, out, &pressure);
+                     passed_nodes, out, &pressure, &whole);
     passed_nodes.assign(1, passed_nodes[static_cast<size_t>(best)]);
   }
   recordPassedLocked(pod.uid, seq, out.passed, &passed_nodes, kueue_placed ? "" : queue);
@@ -306,6 +307,17 @@ ModelPressure Scheduler::modelPressureLocked(const RequestMix& mix) const {
     return true;
   });
   return ModelPressure::compute(mix, free_by_product);
+}
+
+WholeNodePressure Scheduler::wholeNodePressureLocked(const RequestMix& mix) const {
+  if (mix.wholeNodeShare() <= 0) return {};
+  int64_t free_milli = 0, slots = 0;
+  cluster_.forEachNode([&](const model::NodeState& node) {
+    free_milli += node.freeMilliTotal();
+    slots += WholeNodePressure::slotsOf(node);
+    return true;
+  });
+  return WholeNodePressure::compute(mix.wholeNodeShare(), free_milli, slots);
 }
 
 FilterResult Scheduler::filterSingleLocked(const GpuRequest& req, const std::vector<std::string>& node_names,
@@ -385,6 +397,7 @@ std::vector<HostValue> Scheduler::prioritize(const PodFacts& pod,
   std::shared_lock lock(mu_);
   // As the narrowing does: scarce GPU models are left to the pods that can use only them.
   const ModelPressure pressure = modelPressureLocked(*mix);
+  const WholeNodePressure whole = wholeNodePressureLocked(*mix);
   // Lookups first, as in filter(): independent lookups overlap their cache misses.
   std::vector<const model::NodeState*> found(node_names.size(), nullptr);
   cluster_.index().findAll(node_names, found);
@@ -395,9 +408,10 @@ std::vector<HostValue> Scheduler::prioritize(const PodFacts& pod,
         v = 0.0;
       } else if (std::optional<Placement> p = placeOnNode(*found[i], req.value())) {
         v = config_.policy->unitScore(*found[i], req.value(), *p, context);
-        if (!pressure.empty()) {
-          v = std::max(0.0, v - config_.policy->scarcityPenalty(*found[i], req.value(), pressure) / 100.0);
-        }
+        double penalty = 0.0;
+        if (!pressure.empty()) penalty += config_.policy->scarcityPenalty(*found[i], req.value(), pressure);
+        if (!whole.empty()) penalty += config_.policy->wholeNodePenalty(*found[i], req.value(), whole);
+        if (penalty != 0.0) v = std::max(0.0, v - penalty / 100.0);
       }
     }
     out.push_back({node_names[i], v});

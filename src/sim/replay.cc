@@ -10,6 +10,7 @@
 #include "troupe/sched/model_pressure.h"
 #include "troupe/sched/placement.h"
 #include "troupe/sched/request_mix.h"
+#include "troupe/sched/whole_node_pressure.h"
 #include "troupe/sim/defrag.h"
 #include "troupe/sim/packing_floor.h"
 
@@ -152,6 +153,20 @@ int64_t floorOf(const std::vector<sched::GpuRequest>& requests, const std::vecto
 
 }  // namespace
 
+SizeClass sizeClassOf(const sched::GpuRequest& req) {
+  if (!req.wantsGpus()) return SizeClass::kCpu;
+  if (req.shared()) return SizeClass::kShare;
+  if (req.gpus >= 8) return SizeClass::kEight;
+  if (req.gpus >= 4) return SizeClass::kFour;
+  if (req.gpus >= 2) return SizeClass::kTwo;
+  return SizeClass::kOne;
+}
+
+std::string_view sizeClassName(size_t cls) {
+  static constexpr std::array<std::string_view, kSizeClasses> kNames = {"cpu", "share", "1", "2", "4", "8+"};
+  return cls < kNames.size() ? kNames[cls] : std::string_view("?");
+}
+
 RunResult replay(const ReplayInput& in) {
   const auto start = std::chrono::steady_clock::now();
   const Cluster& cluster = *in.cluster;
@@ -195,6 +210,12 @@ RunResult replay(const ReplayInput& in) {
     }
   }
   sched::ModelPressure pressure;
+  // The whole-node pressure's inputs, kept as pods land: free milli-GPU and whole-node slots.
+  int64_t free_milli = 0, whole_slots = 0;
+  for (const model::NodeState& n : nodes) {
+    free_milli += n.freeMilliTotal();
+    whole_slots += sched::WholeNodePressure::slotsOf(n);
+  }
   bool pressure_stale = true;
   uint32_t pressure_epoch = 0;
   int64_t arrived = 0, used = 0;
@@ -238,6 +259,9 @@ RunResult replay(const ReplayInput& in) {
         pressure_stale = false;
         pressure_epoch = mix.epoch();
       }
+      const sched::WholeNodePressure whole =
+          ctx.mix ? sched::WholeNodePressure::compute(ctx.mix->wholeNodeShare(), free_milli, whole_slots)
+                  : sched::WholeNodePressure{};
       // The memo's score when it is for this node state and mix, else a fresh one.
       auto scoreOf = [&](size_t node) -> const sched::NodeScore& {
         Memo& m = memoOf(node, pod);
@@ -250,7 +274,9 @@ RunResult replay(const ReplayInput& in) {
       const int k = sched::chooseNode(
           feasible.size(), policy, ties,
           [&](size_t i) {
-            return scoreOf(feasible[i]).value - policy.scarcityPenalty(nodes[feasible[i]], req, pressure);
+            const model::NodeState& n = nodes[feasible[i]];
+            return scoreOf(feasible[i]).value - policy.scarcityPenalty(n, req, pressure) -
+                   (whole.empty() ? 0.0 : policy.wholeNodePenalty(n, req, whole));
           },
           [&](size_t i) { return plan.node_rank[feasible[i]]; }, draw);
       chosen = feasible[static_cast<size_t>(k)];
@@ -273,7 +299,10 @@ RunResult replay(const ReplayInput& in) {
       a.cpu_milli = req.cpu_milli;
       a.memory_bytes = req.memory_bytes;
       a.topology_quality = placement.topology_quality;
+      const int slots_before = sched::WholeNodePressure::slotsOf(nodes[*chosen]);
       if (nodes[*chosen].add(a).isOk()) {
+        whole_slots += sched::WholeNodePressure::slotsOf(nodes[*chosen]) - slots_before;
+        free_milli -= req.wantsGpus() ? req.totalMilli() : 0;
         ++version[*chosen];
         placed_on = static_cast<int>(*chosen);
         ++result.placed;
@@ -286,6 +315,16 @@ RunResult replay(const ReplayInput& in) {
           ++result.multi_gpu_placed;
           if (placement.best_possible) ++result.multi_gpu_best;
         }
+      }
+    }
+    if (arrived <= cluster.gpu_milli()) {
+      SizeTally& t = result.by_size[static_cast<size_t>(sizeClassOf(req))];
+      ++t.pods;
+      t.milli += req.wantsGpus() ? req.totalMilli() : 0;
+      if (placed_on < 0) {
+        ++t.failed;
+      } else if (req.wantsGpus()) {
+        t.placed_milli += req.totalMilli();
       }
     }
     result.curve.push_back({arrived, used});

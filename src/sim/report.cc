@@ -159,6 +159,61 @@ std::string meanSd(const Spread& s, int digits) {
 
 }  // namespace
 
+namespace {
+
+std::vector<double> failedOfClass(const PolicyRuns& runs, size_t cls) {
+  std::vector<double> out;
+  for (const RunResult& r : runs.runs) out.push_back(r.by_size[cls].failed);
+  return out;
+}
+
+double placedShareOfClass(const PolicyRuns& runs, size_t cls) {
+  int64_t asked = 0, placed = 0;
+  for (const RunResult& r : runs.runs) {
+    asked += r.by_size[cls].milli;
+    placed += r.by_size[cls].placed_milli;
+  }
+  return asked > 0 ? 100.0 * static_cast<double>(placed) / static_cast<double>(asked) : 0.0;
+}
+
+}  // namespace
+
+std::string renderSizeTable(const Report& report) {
+  const PolicyRuns* first = nullptr;
+  for (const PolicyRuns& p : report.policies) {
+    if (!p.runs.empty()) first = &p;
+  }
+  if (first == nullptr) return "";
+  std::string out = "Failed requests by size, of the pods that arrived up to 100% of capacity\n";
+  out += "(mean ± sd over " + seedRange(report) + "; in brackets the GPU-weighted % placed)\n\n";
+  std::string header = pad("policy", 16);
+  for (size_t c = 0; c < kSizeClasses; ++c) {
+    header += pad(std::string(sizeClassName(c)) + (c == 0   ? " only"
+                                                   : c == 1 ? " of a GPU"
+                                                            : " GPU"),
+                  22, true);
+  }
+  out += header + "\n" + std::string(header.size(), '-') + "\n";
+  std::string pods = pad("pods (mean)", 16);
+  for (size_t c = 0; c < kSizeClasses; ++c) {
+    double n = 0;
+    for (const RunResult& r : first->runs) n += r.by_size[c].pods;
+    pods += pad(fixed(n / static_cast<double>(first->runs.size()), 1), 22, true);
+  }
+  out += pods + "\n";
+  for (const PolicyRuns& p : report.policies) {
+    if (p.runs.empty()) continue;
+    std::string row = pad(p.policy, 16);
+    for (size_t c = 0; c < kSizeClasses; ++c) {
+      std::string cell = meanSd(spreadOf(failedOfClass(p, c)), 1);
+      if (c > 0) cell += " (" + fixed(placedShareOfClass(p, c), 1) + ")";
+      row += pad(cell, 23, true);
+    }
+    out += row + "\n";
+  }
+  return out;
+}
+
 std::string renderDefragTable(const Report& report) {
   std::vector<int> ks;
   for (const PolicyRuns& p : report.policies) {
@@ -233,6 +288,19 @@ std::string renderJson(const Report& report) {
            ", \"multi_gpu_best_set\": " + std::to_string(t.best) +
            ", \"best_set_percent\": " + (t.placed ? fixed(t.share(), 2) : "null") +
            ", \"seconds_per_run\": " + fixed(meanSeconds(p), 3);
+    out += ", \"by_size_100\": {";
+    for (size_t c = 0; c < kSizeClasses; ++c) {
+      const Spread f = spreadOf(failedOfClass(p, c));
+      int pods_total = 0;
+      for (const RunResult& r : p.runs) pods_total += r.by_size[c].pods;
+      out +=
+          (c ? ", " : "") + jsonString(std::string(sizeClassName(c))) + ": {\"pods\": " +
+          fixed(p.runs.empty() ? 0.0 : static_cast<double>(pods_total) / static_cast<double>(p.runs.size()),
+                2) +
+          ", \"failed\": {\"mean\": " + fixed(f.mean, 3) + ", \"sd\": " + fixed(f.sd, 3) +
+          "}, \"gpu_placed_percent\": " + fixed(placedShareOfClass(p, c), 3) + "}";
+    }
+    out += "}";
     if (const std::vector<const DefragOutcome*> d = defragOf(p); !d.empty()) {
       auto spreadJson = [](const Spread& sp) {
         return "{\"mean\": " + fixed(sp.mean, 3) + ", \"sd\": " + fixed(sp.sd, 3) + "}";
@@ -275,7 +343,9 @@ std::string renderCurvesCsv(const Report& report) {
 std::string renderRunsCsv(const Report& report) {
   std::string out = "policy,seed";
   for (int x : report.points) out += ",unallocated_at_" + std::to_string(x);
-  out += ",multi_gpu_placed,multi_gpu_best,pods,placed,seconds\n";
+  out += ",multi_gpu_placed,multi_gpu_best,pods,placed,seconds";
+  for (size_t c = 0; c < kSizeClasses; ++c) out += ",failed_" + std::string(sizeClassName(c));
+  out += "\n";
   for (const PolicyRuns& p : report.policies) {
     for (const RunResult& r : p.runs) {
       out += std::string(p.policy) + "," + std::to_string(r.seed);
@@ -284,7 +354,9 @@ std::string renderRunsCsv(const Report& report) {
         out += "," + (a ? fixed(100.0 - *a, 4) : std::string());
       }
       out += "," + std::to_string(r.multi_gpu_placed) + "," + std::to_string(r.multi_gpu_best) + "," +
-             std::to_string(r.pods) + "," + std::to_string(r.placed) + "," + fixed(r.seconds, 3) + "\n";
+             std::to_string(r.pods) + "," + std::to_string(r.placed) + "," + fixed(r.seconds, 3);
+      for (const SizeTally& t : r.by_size) out += "," + std::to_string(t.failed);
+      out += "\n";
     }
   }
   return out;

@@ -49,7 +49,10 @@ FAKE = textwrap.dedent(
         noise = int(hashlib.sha256((digest + opt["--first-seed"] + p).encode()).hexdigest()[:6], 16) / 16**6
         v = base.get(p, 9.0) + noise + (1.5 if p == "troupe" and "cpu-" in opt["--pods"] else 0)
         u = lambda x: {"mean": x, "sd": 0, "min": x, "max": x, "per_seed": [x]}
-        out.append({"policy": p, "unallocated_percent": {"100": u(round(v, 4)), "130": u(round(v - 0.1, 4))}})
+        run_noise = int(hashlib.sha256((digest + opt["--first-seed"]).encode()).hexdigest()[:6], 16) / 16**6
+        big = {"failed": {"mean": float(int(run_noise * 10) + (3 if p == "fgd" else 0))}}
+        out.append({"policy": p, "unallocated_percent": {"100": u(round(v, 4)), "130": u(round(v - 0.1, 4))},
+                    "by_size_100": {"8+": big}})
     doc = {"first_seed": int(opt["--first-seed"]), "seeds": 1, "policies": out}
     if not os.environ.get("FAKE_NO_FLOOR"):  # a binary from before the floor has none
         f = 2.0 + int(hashlib.sha256((digest + opt["--first-seed"]).encode()).hexdigest()[:6], 16) / 16**6
@@ -62,7 +65,8 @@ FAKE = textwrap.dedent(
 def parse_table(path):
     """{(axis, value): {column: cell}} from table.md's point rows."""
     with open(path) as f:
-        lines = [ln for ln in f.read().splitlines() if ln.startswith("| ")]
+        text = f.read().split("\n## ")[0]  # the failed 8-GPU requests' table follows
+        lines = [ln for ln in text.splitlines() if ln.startswith("| ")]
     head = [c.strip() for c in lines[0].strip("|").split("|")]
     rows = {}
     for ln in lines[1:]:
@@ -117,6 +121,16 @@ class SweepTest(unittest.TestCase):
             self.assertEqual(int(row["replay_seed"]), 41 + int(row["run"]))
             self.assertEqual(row["workload_seed"], "" if row["axis"] == "default" else row["run"])
             self.assertLess(float(row["unallocated_pct_130"]), float(row["unallocated_pct_100"]))
+        # The failed 8-GPU requests: per run in runs.csv, per point in table.md (the fake fails
+        # 3 more for fgd than for troupe on the same run).
+        with open(os.path.join(self.out, "table.md")) as f:
+            text = f.read()
+        self.assertIn("## Failed 8-GPU requests at 100% arrived", text)
+        self.assertIn("Failed 8-GPU requests: troupe ≤ fgd at 2 of 2 points.", text)
+        for pt in ("default", "cpu"):
+            f8 = {p: statistics.fmean(float(r["failed_8gpu_100"]) for r in rows
+                                      if r["axis"] == pt and r["policy"] == p) for p in ("troupe", "fgd")}
+            self.assertAlmostEqual(f8["fgd"] - f8["troupe"], 3.0)
         # One simulate call per (point, run), every policy in it, seeds 42 and 43.
         calls = self.calls()
         self.assertEqual(len(calls), 4)

@@ -79,6 +79,58 @@ TEST_CASE("the bundled example trace runs every policy") {
   }
 }
 
+TEST_CASE("requests by size: the tallies add up to the run's prefix up to 100% arrived") {
+  const troupe::testing::ExampleTrace trace = troupe::testing::exampleTrace();
+  troupe::model::TopologyCatalog catalog;
+  Cluster cluster = clusterOf(trace.nodes, catalog);
+  for (std::string_view kind : {"troupe", "fgd", "random"}) {
+    for (int64_t seed : {42, 43}) {
+      const RunResult r = run(cluster, trace.pods, kind, seed);
+      INFO(kind << " seed " << seed);
+      // The steps within 100% form a prefix (arrived only grows).
+      int steps = 0, failed = 0;
+      int64_t arrived = 0, used = 0;
+      for (size_t i = 0; i < r.curve.size() && r.curve[i].arrived_milli <= cluster.gpu_milli(); ++i) {
+        ++steps;
+        failed += r.node_of[i] < 0 ? 1 : 0;
+        arrived = r.curve[i].arrived_milli;
+        used = r.curve[i].used_milli;
+      }
+      int pods = 0, failed_sum = 0;
+      int64_t milli = 0, placed = 0;
+      for (const troupe::sim::SizeTally& t : r.by_size) {
+        CHECK(t.failed <= t.pods);
+        CHECK(t.placed_milli <= t.milli);
+        pods += t.pods;
+        failed_sum += t.failed;
+        milli += t.milli;
+        placed += t.placed_milli;
+      }
+      CHECK(pods == steps);
+      CHECK(failed_sum == failed);
+      CHECK(milli == arrived);
+      CHECK(placed == used);
+      // CPU-only pods ask no GPU.
+      CHECK(r.by_size[static_cast<size_t>(troupe::sim::SizeClass::kCpu)].milli == 0);
+    }
+  }
+  troupe::sched::GpuRequest req;
+  req.gpus = 0;
+  CHECK(troupe::sim::sizeClassOf(req) == troupe::sim::SizeClass::kCpu);
+  req.gpus = 1;
+  req.milli_per_gpu = 500;
+  CHECK(troupe::sim::sizeClassOf(req) == troupe::sim::SizeClass::kShare);
+  req.milli_per_gpu = 1000;
+  CHECK(troupe::sim::sizeClassOf(req) == troupe::sim::SizeClass::kOne);
+  req.gpus = 3;
+  CHECK(troupe::sim::sizeClassOf(req) == troupe::sim::SizeClass::kTwo);
+  req.gpus = 4;
+  CHECK(troupe::sim::sizeClassOf(req) == troupe::sim::SizeClass::kFour);
+  req.gpus = 16;
+  CHECK(troupe::sim::sizeClassOf(req) == troupe::sim::SizeClass::kEight);
+  CHECK(troupe::sim::sizeClassName(static_cast<size_t>(troupe::sim::SizeClass::kEight)) == "8+");
+}
+
 // The FGD paper's published means over seeds 42..51 (default trace, arrived = 100%).
 // CI runs two seeds; a two-seed mean still lands within the one-point acceptance band.
 TEST_CASE("faithfulness: best-fit and FGD on the openb trace land on the published figures") {

@@ -36,10 +36,10 @@ FilterResult filterEachNode(const NodeIndex& index, const GpuRequest& req,
 // Keeps only the best of `out.passed` (`nodes`: their states, in order) as bestByValue ranks
 // them against `mix`, and returns its index in `nodes`. `memo`: values remembered across
 // calls, or nullptr to score every node afresh. `pressure`: scarce GPU models, taken off each
-// value as the policy says (Policy::scarcityPenalty); nullptr = none. `out.passed` must not be
-// empty.
+// value as the policy says (Policy::scarcityPenalty); nullptr = none. `whole`: the pressure on
+// whole nodes, likewise (Policy::wholeNodePenalty). `out.passed` must not be empty.
 int narrowToBest(const Policy& policy, const GpuRequest& req, const std::shared_ptr<const RequestMix>& mix,
                  ScoreMemo* memo, const std::vector<const model::NodeState*>& nodes, FilterResult& out,
-                 const ModelPressure* pressure = nullptr);
+                 const ModelPressure* pressure = nullptr, const WholeNodePressure* whole = nullptr);
 
 }  // namespace troupe::sched

@@ -23,6 +23,7 @@
 #include "troupe/sched/model_pressure.h"
 #include "troupe/sched/placement.h"
 #include "troupe/sched/request_mix.h"
+#include "troupe/sched/whole_node_pressure.h"
 
 namespace troupe::sched {
 
@@ -70,6 +71,12 @@ class Policy {
   // default: the FGD paper's policies ignore it.
   virtual double scarcityPenalty(const model::NodeState& node, const GpuRequest& req,
                                  const ModelPressure& pressure) const;
+
+  // What ranking takes off score().value on `node` for using up room an 8-GPU pod needs while
+  // the mix still asks for whole nodes (whole_node_pressure.h), in points as scarcityPenalty
+  // and applied the same way, for the same reason. 0 by default.
+  virtual double wholeNodePenalty(const model::NodeState& node, const GpuRequest& req,
+                                  const WholeNodePressure& pressure) const;
 
   virtual TieBreak tieBreak() const { return TieBreak::kNodeOrder; }
 

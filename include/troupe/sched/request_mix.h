@@ -28,6 +28,9 @@ struct TypicalRequest {
   double probability = 0.0;
 };
 
+// A whole node's GPUs (the common 8-GPU machines): the request size that needs a whole node.
+inline constexpr int kWholeNodeGpus = 8;
+
 // The GPU request of one list of allowed models, as a share of every GPU request in the mix's
 // source (all of them, not only the typical ones): what the model-scarcity term reads.
 struct ConstrainedShare {
@@ -53,6 +56,8 @@ class RequestMix {
   const std::vector<ConstrainedShare>& constrained() const { return constrained_; }
   // The part of the GPU request (milli-GPU) that shares a GPU: 0..1, 0 with no GPU request.
   double sharingShare() const { return sharing_share_; }
+  // The part of the GPU request (milli-GPU) in requests of kWholeNodeGpus or more: 0..1.
+  double wholeNodeShare() const { return whole_node_share_; }
   // The typical requests' milli-CPU per milli-GPU (CPU-only requests included): 0 without GPU.
   double cpuPerGpu() const { return cpu_per_gpu_; }
   // The typical requests' CPU per GPU against the cluster's GPU nodes' (cpuPerGpu() over
@@ -99,6 +104,7 @@ class RequestMix {
   std::vector<TypicalRequest> entries_;
   std::vector<ConstrainedShare> constrained_;
   double sharing_share_ = 0.0;
+  double whole_node_share_ = 0.0;
   double cpu_per_gpu_ = 0.0;
   double cpu_load_ = 0.0;
   double gpu_pods_cpu_per_gpu_ = 0.0;

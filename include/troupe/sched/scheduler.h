@@ -251,6 +251,9 @@ class Scheduler {
   // Scarce GPU models now: the mix's constrained demand against the cluster's free GPUs per
   // product (one pass over the nodes, only while some recent request names a model).
   ModelPressure modelPressureLocked(const RequestMix& mix) const;
+  // The pressure on whole nodes now (one pass over the nodes, only while the mix asks for
+  // whole nodes).
+  WholeNodePressure wholeNodePressureLocked(const RequestMix& mix) const;
   FilterResult filterSingleLocked(const GpuRequest& req, const std::vector<std::string>& node_names,
                                   const std::string& own_gang = "",
                                   std::vector<const model::NodeState*>* passed_nodes = nullptr) const;

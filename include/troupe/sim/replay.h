@@ -4,9 +4,11 @@
 // arrived (failed pods included) and the milli allocated: the allocation curve.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "troupe/sched/policy.h"
@@ -30,6 +32,22 @@ struct DefragOutcome {
   double seconds = 0;                    // wall time of the advisor
 };
 
+// Requests by size, for counting jobs and not only GPUs: CPU-only, a share of one GPU, 1 GPU,
+// 2-3, 4-7, and 8 or more GPUs (a whole node of the common 8-GPU machines).
+enum class SizeClass { kCpu, kShare, kOne, kTwo, kFour, kEight };
+inline constexpr size_t kSizeClasses = 6;
+SizeClass sizeClassOf(const sched::GpuRequest& req);
+// "cpu", "share", "1", "2", "4", "8+".
+std::string_view sizeClassName(size_t cls);
+
+// The pods of one size class that arrived up to 100% of capacity.
+struct SizeTally {
+  int pods = 0;
+  int failed = 0;
+  int64_t milli = 0;         // GPU milli they asked for
+  int64_t placed_milli = 0;  // ... of it placed
+};
+
 struct RunResult {
   std::string policy;  // the policy's name
   int64_t seed = 0;
@@ -47,6 +65,8 @@ struct RunResult {
   // idle milli-GPU their sizes alone leave. Depends on the seed only, not on the policy;
   // nullopt when the arrived requests never reach 100%.
   std::optional<int64_t> floor_idle_milli;
+  // Per SizeClass: the pods tried while the arrived requests were within 100% of capacity.
+  std::array<SizeTally, kSizeClasses> by_size{};
 };
 
 struct ReplayInput {

@@ -33,12 +33,16 @@ std::vector<double> unallocatedAt(const PolicyRuns& runs, int percent);
 std::vector<double> floorPercent(const Report& report);
 
 std::string renderTable(const Report& report);
+// Failed requests per SizeClass at 100% arrived (mean ± sd over seeds), with the GPU-weighted
+// share of each class that was placed.
+std::string renderSizeTable(const Report& report);
 // The defragmentation advisor's outcomes (RunResult::defrag); "" when no run has one.
 std::string renderDefragTable(const Report& report);
 std::string renderJson(const Report& report);
 // policy,arrived_percent,allocation_mean,allocation_sd,seeds
 std::string renderCurvesCsv(const Report& report);
-// policy,seed,unallocated_at_<X>...,multi_gpu_placed,multi_gpu_best,pods,placed,seconds
+// policy,seed,unallocated_at_<X>...,multi_gpu_placed,multi_gpu_best,pods,placed,seconds,
+// failed_<size class>... (at 100% arrived)
 std::string renderRunsCsv(const Report& report);
 std::string renderSvg(const Report& report);
 
