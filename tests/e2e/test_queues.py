@@ -261,6 +261,7 @@ def test_a_raised_queue_limit_binds_the_waiting_pods_within_30_s(api, kube, name
                                                                names):
     """Raising a Queue's limit is no event kube-scheduler reacts to: without Troupe waking the
     four pods it refused, they wait for kube-scheduler's 5-minute flush of unschedulable pods."""
+    wait_fleet_idle(api)  # earlier tests' pods would hold the fleet (and the fair shares)
     raised = names("raised")
     queues([queue(raised, limit=4)])
     pods = [one_gpu_pod(f"wait-{i}", scheduler_name, raised) for i in range(8)]
@@ -271,7 +272,11 @@ def test_a_raised_queue_limit_binds_the_waiting_pods_within_30_s(api, kube, name
         return sorted(p["metadata"]["name"] for p in api.list_pods(namespace)
                       if p["spec"].get("nodeName") and p["metadata"]["name"] in names_)
 
-    kube.wait_for(lambda: len(bound()) == 4, timeout=60, interval=0.5, desc="4 of 8 pods bound at the limit of 4")
+    try:
+        kube.wait_for(lambda: len(bound()) == 4, timeout=90, interval=0.5, desc="4 of 8 pods bound at the limit of 4")
+    except TimeoutError:
+        raise AssertionError(f"not 4 of 8 bound at the limit of 4: {bound()}; events: "
+                             f"{ {n: failed_scheduling(api, namespace, n)[-1:] for n in names_} }") from None
     waiting = sorted(set(names_) - set(bound()))
 
     def all_refused():
@@ -307,6 +312,7 @@ def test_a_deleted_competing_gang_lets_the_waiting_gang_bind_within_30_s(api, ku
     """Gang `first` holds its queue's limit; gang `second` waits, refused. Deleting `first` is an
     event kube-scheduler sees, but it may retry `second` before Troupe's watch has seen the
     deletion: refused again, it would wait for the 5-minute flush unless Troupe wakes it."""
+    wait_fleet_idle(api)
     q = names("gangs")
     queues([queue(q, limit=8)])
 
