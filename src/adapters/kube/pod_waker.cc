@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <nlohmann/json.hpp>
-#include <thread>
+
+#include "adapters/kube/bounded_workers.h"
+#include "adapters/kube/kube_objects.h"
 
 namespace troupe::kube {
 
@@ -45,20 +47,12 @@ size_t PodWaker::round(StopSignal& stop) {
                                                std::chrono::system_clock::now().time_since_epoch())
                                                .count()) +
                             "-" + std::to_string(++stamp_);
-  std::atomic<size_t> next{0}, ok{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < pods.size() && !stop.stopped(); i = next++) {
-      if (!takeToken(stop)) return;
-      if (wake(pods[i], stamp)) ++ok;
-    }
-  };
-  const size_t threads =
-      std::min<size_t>(pods.size(), static_cast<size_t>(std::max(1, options_.max_in_flight)));
-  {
-    std::vector<std::jthread> pool;
-    for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-    worker();
-  }
+  std::atomic<size_t> ok{0};
+  forEachBounded(pods.size(), static_cast<size_t>(std::max(1, options_.max_in_flight)), [&](size_t i) {
+    if (stop.stopped() || !takeToken(stop)) return false;
+    if (wake(pods[i], stamp)) ++ok;
+    return true;
+  });
   std::string first;  // which pods, for the log: the first few
   for (size_t i = 0; i < pods.size() && i < 5; ++i) first += (i ? "," : "") + pods[i].key;
   if (pods.size() > 5) first += ",...";
@@ -92,10 +86,9 @@ bool PodWaker::takeToken(StopSignal& stop) {
 }
 
 bool PodWaker::wake(const sched::WakeCandidate& pod, const std::string& stamp) {
-  const size_t slash = pod.key.find('/');
-  if (slash == std::string::npos) return false;
-  const std::string path =
-      "/api/v1/namespaces/" + pod.key.substr(0, slash) + "/pods/" + pod.key.substr(slash + 1) + "/status";
+  const auto [ns, name] = splitObjectKey(pod.key);
+  if (ns.empty()) return false;
+  const std::string path = "/api/v1/namespaces/" + ns + "/pods/" + name + "/status";
   ApiReply r = api_.request("PATCH", path, wakePatch(pod.uid, stamp), "application/merge-patch+json");
   std::lock_guard lock(mu_);
   ++writes_;

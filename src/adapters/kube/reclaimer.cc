@@ -1,10 +1,9 @@
 #include "adapters/kube/reclaimer.h"
 
 #include <algorithm>
-#include <atomic>
 #include <nlohmann/json.hpp>
-#include <thread>
 
+#include "adapters/kube/bounded_workers.h"
 #include "adapters/kube/kube_objects.h"
 #include "troupe/sched/gpu_amount.h"
 
@@ -40,18 +39,10 @@ Reclaimer::Reclaimer(KubeTransport& api, ReclaimCore core, EventRecorder* events
 std::vector<Reclaimer::Result> Reclaimer::evictAll(const std::vector<sched::ReclaimVictim>& victims,
                                                    bool dry_run) {
   std::vector<Result> out(victims.size());
-  std::atomic<size_t> next{0};
-  // Each worker takes the next victim until none is left: at most max_in_flight_ calls at once.
-  auto work = [&] {
-    for (size_t i = next.fetch_add(1); i < victims.size(); i = next.fetch_add(1)) {
-      out[i].status = evict(victims[i], dry_run, &out[i].gone);
-    }
-  };
-  std::vector<std::thread> workers;
-  const size_t width = std::min(max_in_flight_, victims.size());
-  for (size_t t = 1; t < width; ++t) workers.emplace_back(work);
-  work();
-  for (std::thread& t : workers) t.join();
+  forEachBounded(victims.size(), max_in_flight_, [&](size_t i) {
+    out[i].status = evict(victims[i], dry_run, &out[i].gone);
+    return true;
+  });
   return out;
 }
 
