@@ -18,7 +18,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 CHART=charts/troupe
 HELM=$ROOT/build/tools/helm
-K8S_BIN=$ROOT/build/k8s/v1.36.3/bin
+# The chart's kube-scheduler image tag picks the binaries that load its rendered config.
+K8S_TAG=$(awk '/^kubeScheduler:/ {ks=1} ks && /^ *tag:/ {print $2; exit}' $CHART/values.yaml)
+K8S_BIN=$ROOT/build/k8s/$K8S_TAG/bin
 KUBECONFIG_E2E=$ROOT/build/e2e/kubeconfig
 TROUPE_BIN=${TROUPE_BIN:-build/troupe}
 NS=kube-system

@@ -17,7 +17,7 @@ Examples:
   make_nodes.py --trace-nodes nodes.csv      # one node per row of an openb node list
                                              # (sn,cpu_milli,memory_mib,gpu,model): the
                                              # trace's CPU, memory and GPUs, product = model
-  make_nodes.py --create --kubectl build/k8s/v1.36.3/bin/kubectl \
+  make_nodes.py --create --kubectl build/k8s/v1.37.2/bin/kubectl \
                 --kubeconfig build/e2e/kubeconfig
 """
 import argparse
