@@ -68,7 +68,7 @@ TEST_CASE("filter stage gpus: a share's GPU is the policy's, and tied to the mix
   f.narrow = true;
   f.addNode("n0", 4);
   const std::vector<std::string> names{"n0"};
-  const PodFacts pod = gpuPod("p", 1, {{kAnnotationGpuMilli, "500"}});
+  const PodFacts pod = gpuPod("p", 0, {{kAnnotationGpuMilli, "500"}});
   const PodGroupInfo group = podGroupsUnread();
   FilterCycle cycle(pod, names, group);
   upToGpus(f, cycle);
