@@ -57,7 +57,8 @@ PendingPods::Seen PendingPods::remember(const PodFacts& pod, const GpuRequest& r
   std::lock_guard lock(mu_);
   if (deleted_.count(pod.uid)) return Seen::kDeleted;  // kube-scheduler's late call for a deleted pod
   auto [it, fresh] = pending_.try_emplace(pod.uid);
-  it->second = PendingPod{req, fingerprint, pod.key(), ++seq_, gang, false, {}, 0, "", 0, pod.priority};
+  it->second = PendingPod{req, fingerprint, pod.key(), ++seq_,       gang,         false,       {},
+                          0,   "",          0,         pod.priority, std::nullopt, std::nullopt};
   if (seq) *seq = it->second.seq;
   if (pending_.size() > max_pending_) {
     // Forget the oldest tenth: pods that were filtered long ago and never bound.
@@ -71,7 +72,7 @@ PendingPods::Seen PendingPods::remember(const PodFacts& pod, const GpuRequest& r
 }
 
 void PendingPods::recordPassed(const std::string& uid, uint64_t seq, NodeOrdinalSet passed, uint64_t births,
-                               const std::string& queue, int gang_min) {
+                               const std::string& queue, int gang_min, std::optional<ChosenGpus> chosen) {
   if (uid.empty()) return;
   std::lock_guard lock(mu_);
   auto it = pending_.find(uid);
@@ -81,6 +82,15 @@ void PendingPods::recordPassed(const std::string& uid, uint64_t seq, NodeOrdinal
   it->second.births = births;
   it->second.queue = queue;
   it->second.gang_min = gang_min;
+  it->second.chosen = std::move(chosen);
+}
+
+void PendingPods::noteQueue(const std::string& uid, uint64_t seq, const std::string& queue) {
+  if (uid.empty()) return;
+  std::lock_guard lock(mu_);
+  auto it = pending_.find(uid);
+  if (it == pending_.end() || it->second.seq != seq) return;  // a later filter of the pod won
+  it->second.resolved_queue = queue;
 }
 
 std::vector<std::pair<std::string, PendingPod>> PendingPods::refused() const {

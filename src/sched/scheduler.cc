@@ -1,11 +1,20 @@
 #include "troupe/sched/scheduler.h"
 
 #include <algorithm>
+#include <array>
 #include <utility>
 
 #include "troupe/model/topology_levels.h"
+#include "troupe/sched/filter_cycle.h"
+#include "troupe/sched/filter_stage_gang.h"
+#include "troupe/sched/filter_stage_gpus.h"
+#include "troupe/sched/filter_stage_hold.h"
+#include "troupe/sched/filter_stage_narrow.h"
+#include "troupe/sched/filter_stage_nodes.h"
+#include "troupe/sched/filter_stage_queue.h"
+#include "troupe/sched/filter_stage_read.h"
+#include "troupe/sched/filter_stage_remember.h"
 #include "troupe/sched/kueue_pods.h"
-#include "troupe/sched/node_filter.h"
 #include "troupe/sched/node_scoring.h"
 
 namespace troupe::sched {
@@ -147,25 +156,6 @@ bool Scheduler::isGpuNode(const std::string& node) const {
 
 // ---- pods between filter and bind ------------------------------------------------------------
 
-Result<GpuRequest> Scheduler::requestOf(const PodFacts& pod, uint64_t fingerprint) const {
-  if (std::optional<GpuRequest> known = pending_.request(pod.uid, fingerprint)) return std::move(*known);
-  return parseGpuRequest(pod, config_.topology_levels);
-}
-
-void Scheduler::recordPassedLocked(const std::string& uid, uint64_t seq,
-                                   const std::vector<std::string>& passed,
-                                   const std::vector<const model::NodeState*>* nodes,
-                                   const std::string& queue, int gang_min) {
-  if (uid.empty()) return;
-  std::vector<uint32_t> ordinals;
-  ordinals.reserve(passed.size());
-  for (size_t i = 0; i < passed.size(); ++i) {
-    const model::NodeState* node = nodes ? (*nodes)[i] : cluster_.index().find(passed[i]);
-    if (node) ordinals.push_back(node->ordinal());
-  }
-  pending_.recordPassed(uid, seq, NodeOrdinalSet(std::move(ordinals)), cluster_.births(), queue, gang_min);
-}
-
 Status Scheduler::checkFilteredLocked(const std::string& pod_uid, const std::string& key,
                                       const std::string& node) const {
   const std::optional<PendingPod> pending = pending_.find(pod_uid);
@@ -188,144 +178,54 @@ Status Scheduler::checkFilteredLocked(const std::string& pod_uid, const std::str
 
 // ---- filter ----------------------------------------------------------------------------------
 
+namespace {
+
+// A pod's filter, stage by stage (filter_cycle.h, docs/scheduler-core.md#filter-stages). The pod
+// stages run before the model lock: they read the pod and note it.
+constexpr std::array<FilterStage, 3> kPodStages{readPodStage, rememberPodStage, queueStage};
+// The node stages run under it: shared, or exclusive for a gang member, whose filter may plan
+// its gang.
+constexpr std::array<FilterStage, 5> kNodeStages{gangStage, checkNodesStage, holdStage, narrowStage,
+                                                 chooseGpusStage};
+
+}  // namespace
+
 FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::string>& node_names,
                                const PodGroupInfo& pod_group) {
-  FilterResult out;
-  auto refuseAll = [&](const std::string& reason) {
-    // The pod, not the nodes, is wrong: no node will ever do, and the reason says why.
-    out.unresolvable.addAll(node_names, reason);
-    out.categories["invalid-pod"] = static_cast<int>(node_names.size());
-    return out;
+  const FilterParts parts{config_.policy,
+                          config_.topology_levels,
+                          config_.gang_timeout,
+                          config_.narrow_to_best,
+                          config_.remember_scores,
+                          config_.clock,
+                          pending_,
+                          mix_window_,
+                          queues_,
+                          reclaim_,
+                          cluster_,
+                          gangs_,
+                          score_memo_};
+  FilterCycle cycle(pod, node_names, pod_group);
+  for (FilterStage stage : kPodStages) {
+    if (!stage(cycle, parts)) return std::move(cycle.out);
+  }
+  auto nodeStages = [&] {
+    for (FilterStage stage : kNodeStages) {
+      if (!stage(cycle, parts)) break;
+    }
+    recordCycle(cycle, parts);
+    return true;
   };
-  const uint64_t fingerprint = podFingerprint(pod);
-  Result<GpuRequest> req = requestOf(pod, fingerprint);
-  if (!req.isOk()) return refuseAll("troupe: " + req.status().message());
-  Result<std::optional<GangSpec>> gang = parseGang(pod, config_.gang_timeout, pod_group);
-  if (!gang.isOk()) return refuseAll("troupe: " + gang.status().message());
-  if (gang.value() && !gang.value()->topology_key.empty()) {
-    // A native PodGroup's topology constraint acts like troupe.dev/topology-required; with
-    // both, the narrower level holds (it lies inside one domain of the wider).
-    Result<int> level = gangTopologyLevel(*gang.value(), config_.topology_levels);
-    if (!level.isOk()) return refuseAll("troupe: " + level.status().message());
-    req.value().topology_required = std::max(req.value().topology_required, level.value());
-  }
-  // The mix counts each pod once: a pod kube-scheduler retries a hundred times while it waits
-  // is still one request.
-  uint64_t seq = 0;
-  // Kueue's TAS already fixed where it runs (kueue_pods.h): Troupe only picks its GPUs there.
-  const bool kueue_placed = kueuePlaced(pod, config_.topology_levels);
-  const bool in_gang = gang.value() && req.value().wantsGpus() && !kueue_placed;
-  const PendingPods::Seen seen =
-      pending_.remember(pod, req.value(), fingerprint, in_gang ? gang.value()->key : "", &seq);
-  if (seen == PendingPods::Seen::kDeleted) {
-    return refuseAll("troupe: pod " + pod.key() + " (uid " + pod.uid +
-                     ") was deleted; Troupe no longer schedules it");
-  }
-  // By uid: the watch may have counted it already (noteWatchedDemand), or a pending record
-  // dropped for room may come back as kFirst.
-  if (seen == PendingPods::Seen::kFirst) mix_window_.record(req.value(), pod.uid);
-  // Queues (queue_book.h): the pod's queue must be valid, and it may take only what its
-  // queue's limit and fair share allow now. The one check when queueing is off.
-  std::string queue;
-  if (req.value().wantsGpus() && queues_.enabled()) {
-    Result<QueueMembership> membership = queues_.membership(pod);
-    if (!membership.isOk()) {
-      out.unresolvable.addAll(node_names, "troupe: queue: " + membership.status().message());
-      out.categories["queue"] = static_cast<int>(node_names.size());
-      return out;
-    }
-    queue = membership.value().queue;
-    // Standalone mode has no watch: the filter is how pending demand becomes known.
-    const std::optional<QueuedPod> known = queues_.pod(pod.uid);
-    if (!known || (!known->bound() && (known->queue != queue || known->milli != req.value().totalMilli()))) {
-      queues_.upsertPod(queuedPod(pod, req.value(), queue, gang.value() ? gang.value()->key : ""));
-    }
-  }
-  if (in_gang) {
-    return withGangs([&](std::vector<Completion>* completions) {
-      const GangSpec& spec = *gang.value();
-      std::vector<std::string> candidates;
-      FilterResult held_back;
-      const std::vector<std::string>* offered = &node_names;
-      if (!queue.empty()) {
-        const GangBook::Progress progress = gangs_.progress(spec.key);
-        if (!progress.planned && !progress.admitted) {
-          // Not planned yet: the queue must admit the whole gang (what its bound members hold
-          // is not counted twice), or its plan would hold GPUs the queue may not take.
-          held_back.passed = node_names;
-          holdBackLocked(queue, spec.min_member * req.value().totalMilli(), spec.key, held_back, nullptr);
-          holdForReclaimLocked(queue, held_back, nullptr);
-          candidates = std::move(held_back.passed);
-          held_back.passed.clear();
-          offered = &candidates;
-        }
-      }
-      std::optional<FilterResult> answer;
-      if (offered->empty()) {
-        answer = FilterResult{};
-      } else {
-        answer = gangs_.filter(pod, req.value(), spec, *offered, completions);
-        // nullopt: an admitted gang's member, filtered like a pod on its own.
-        if (!answer) answer = filterSingleLocked(req.value(), *offered, spec.key);
-      }
-      for (const auto& [node, reason] : held_back.failed) answer->failed.add(node, reason);
-      for (const auto& [category, n] : held_back.categories) answer->categories[category] += n;
-      recordPassedLocked(pod.uid, seq, answer->passed, nullptr, queue, spec.min_member);
-      return std::move(*answer);
+  if (cycle.in_gang) {
+    withGangs([&](std::vector<Completion>* completions) {
+      cycle.completions = completions;
+      return nodeStages();
     });
+  } else {
+    std::shared_lock lock(mu_);
+    nodeStages();
   }
-  std::shared_lock lock(mu_);
-  std::vector<const model::NodeState*> passed_nodes;
-  out = filterSingleLocked(req.value(), node_names, "", &passed_nodes);
-  if (!queue.empty() && !kueue_placed) {  // Kueue's quota admitted a placed pod already
-    holdBackLocked(queue, req.value().totalMilli(), "", out, &passed_nodes);
-    holdForReclaimLocked(queue, out, &passed_nodes);
-  }
-  if (config_.narrow_to_best && out.passed.size() > 1) {
-    const std::shared_ptr<const RequestMix> mix = mix_window_.current();
-    const ModelPressure pressure = modelPressureLocked(*mix);
-    const WholeNodePressure whole = wholeNodePressureLocked(*mix);
-    const int best =
-        narrowToBest(*config_.policy, req.value(), mix, config_.remember_scores ? &score_memo_ : nullptr,
-                     passed_nodes, out, &pressure, &whole);
-    passed_nodes.assign(1, passed_nodes[static_cast<size_t>(best)]);
-  }
-  recordPassedLocked(pod.uid, seq, out.passed, &passed_nodes, kueue_placed ? "" : queue);
-  return out;
-}
-
-ModelPressure Scheduler::modelPressureLocked(const RequestMix& mix) const {
-  if (mix.constrained().empty()) return {};
-  std::vector<std::pair<std::string, int64_t>> free_by_product;
-  cluster_.forEachNode([&](const model::NodeState& node) {
-    if (node.gpuCount() == 0) return true;
-    const std::string& product = node.info().gpu_product;
-    auto it = std::find_if(free_by_product.begin(), free_by_product.end(),
-                           [&](const auto& p) { return p.first == product; });
-    if (it == free_by_product.end()) it = free_by_product.insert(free_by_product.end(), {product, 0});
-    it->second += node.freeMilliTotal();
-    return true;
-  });
-  return ModelPressure::compute(mix, free_by_product);
-}
-
-WholeNodePressure Scheduler::wholeNodePressureLocked(const RequestMix& mix) const {
-  if (mix.wholeNodeShare() <= 0) return {};
-  int64_t free_milli = 0, slots = 0;
-  cluster_.forEachNode([&](const model::NodeState& node) {
-    free_milli += node.freeMilliTotal();
-    slots += WholeNodePressure::slotsOf(node);
-    return true;
-  });
-  return WholeNodePressure::compute(mix.wholeNodeShare(), free_milli, slots);
-}
-
-FilterResult Scheduler::filterSingleLocked(const GpuRequest& req, const std::vector<std::string>& node_names,
-                                           const std::string& own_gang,
-                                           std::vector<const model::NodeState*>* passed_nodes) const {
-  DrainOwner drain_owner;
-  if (gangs_.draining()) drain_owner = [this](const std::string& node) { return gangs_.drainOwner(node); };
-  return filterEachNode(cluster_.index(), req, node_names, drain_owner, own_gang, passed_nodes);
+  return std::move(cycle.out);
 }
 
 FilterResult Scheduler::filterNodes(const PodFacts& pod, const std::vector<model::NodeFacts>& nodes,
@@ -396,8 +296,8 @@ std::vector<HostValue> Scheduler::prioritize(const PodFacts& pod,
   const ScoreContext context{mix.get(), nullptr};
   std::shared_lock lock(mu_);
   // As the narrowing does: scarce GPU models are left to the pods that can use only them.
-  const ModelPressure pressure = modelPressureLocked(*mix);
-  const WholeNodePressure whole = wholeNodePressureLocked(*mix);
+  const ModelPressure pressure = modelPressureOf(cluster_, *mix);
+  const WholeNodePressure whole = wholeNodePressureOf(cluster_, *mix);
   // Lookups first, as in filter(): independent lookups overlap their cache misses.
   std::vector<const model::NodeState*> found(node_names.size(), nullptr);
   cluster_.index().findAll(node_names, found);
@@ -444,7 +344,7 @@ Result<model::Allocation> Scheduler::reserve(const std::string& pod_uid, const s
                               "): it must pass Troupe's filter before it can be bound (after a restart of "
                               "Troupe, kube-scheduler filters the pod again and retries)");
   }
-  Result<model::Allocation> a = reserveLocked(pod_uid, key, node, pending->request);
+  Result<model::Allocation> a = reserveLocked(pod_uid, key, node, *pending);
   if (a.isOk() && queues_.enabled()) {
     queues_.markBound(pod_uid, node, cluster_.find(node)->info().gpu_product, now());
   }
@@ -452,8 +352,9 @@ Result<model::Allocation> Scheduler::reserve(const std::string& pod_uid, const s
 }
 
 Result<model::Allocation> Scheduler::reserveLocked(const std::string& pod_uid, const std::string& key,
-                                                   const std::string& node, const GpuRequest& req,
+                                                   const std::string& node, const PendingPod& pending,
                                                    const std::string& gang) {
+  const GpuRequest& req = pending.request;
   const model::NodeState* found = cluster_.find(node);
   if (!found) return notFound("node " + node + " is unknown to Troupe");
   const model::NodeState& state = *found;
@@ -469,15 +370,12 @@ Result<model::Allocation> Scheduler::reserveLocked(const std::string& pod_uid, c
     if (check.fit != Fit::kFits) {
       return failedPrecondition("pod " + key + " no longer fits node " + node + ": " + check.reason);
     }
-    std::optional<Placement> p = placeOnNode(state, req);
+    // The GPUs the pod's filter chose here, while the node and the mix are as they were then;
+    // else chosen now, the same way (filter_stage_gpus.h).
+    const std::shared_ptr<const RequestMix> mix = req.shared() ? mix_window_.current() : nullptr;
+    std::optional<Placement> p = stillChosen(pending.chosen, state, mix);
+    if (!p) p = chooseGpus(config_.policy, state, req, mix.get());
     if (!p) return failedPrecondition("pod " + key + " no longer fits node " + node);
-    if (req.shared()) {
-      // The GPU the policy scored the node by (troupe and fgd: the share that fragments the
-      // node least), which is also the one the simulator takes.
-      const std::shared_ptr<const RequestMix> mix = mix_window_.current();
-      Placement scored = scoreNode(config_.policy, state, req, ScoreContext{mix.get(), nullptr}).placement;
-      if (scored.gpus.size() == 1 && scored.gpus[0] >= 0) p->gpus = scored.gpus;
-    }
     a.gpus = p->gpus;
     a.unknown_gpus = p->dra_gpus;
     a.milli_per_gpu = req.milli_per_gpu;
@@ -502,7 +400,7 @@ void Scheduler::bind(const std::string& pod_uid, const std::string& pod_ns, cons
       out->emplace_back(std::move(done), std::move(*held));
     } else if (std::optional<std::string> admitted =
                    gangs_.bind(pod_uid, key, node, pending->gang, done, out)) {
-      Result<model::Allocation> a = reserveLocked(pod_uid, key, node, pending->request, *admitted);
+      Result<model::Allocation> a = reserveLocked(pod_uid, key, node, *pending, *admitted);
       if (a.isOk()) gangs_.setBound(pod_uid, true, nullptr);
       out->emplace_back(std::move(done), std::move(a));
     }
@@ -550,7 +448,11 @@ Scheduler::GangEvents Scheduler::drainGangEvents() {
 std::map<std::string, std::vector<std::string>> Scheduler::preempt(
     const PodFacts& pod, const std::map<std::string, std::vector<std::string>>& victims) {
   std::map<std::string, std::vector<std::string>> out;
-  Result<GpuRequest> req = requestOf(pod, podFingerprint(pod));
+  // What this cycle's filter read and resolved while the pod is unchanged (filter_cycle.h).
+  const std::optional<PendingPod> known = pending_.find(pod.uid);
+  const bool filtered = known && known->fingerprint == podFingerprint(pod);
+  Result<GpuRequest> req =
+      filtered ? Result<GpuRequest>(known->request) : parseGpuRequest(pod, config_.topology_levels);
   if (!req.isOk()) return out;  // an invalid pod fits nowhere: veto every candidate
   // Gangs are placed whole from free capacity; evicting pods for one member would only
   // strand GPUs, so Troupe vetoes preemption for gang members.
@@ -559,9 +461,13 @@ std::map<std::string, std::vector<std::string>> Scheduler::preempt(
   const bool queues_on = queues_.enabled();
   std::string queue;
   if (queues_on && req.value().wantsGpus()) {
-    Result<QueueMembership> membership = queues_.membership(pod);
-    if (!membership.isOk()) return out;
-    queue = membership.value().queue;
+    if (filtered && known->resolved_queue) {
+      queue = *known->resolved_queue;
+    } else {
+      Result<QueueMembership> membership = queues_.membership(pod);
+      if (!membership.isOk()) return out;
+      queue = membership.value().queue;
+    }
   }
   std::shared_lock lock(mu_);
   for (const auto& [name, uids] : victims) {
@@ -609,62 +515,9 @@ bool Scheduler::wholeGangsLocked(const model::NodeState& node, std::vector<std::
   return true;
 }
 
-// ---- queues ----------------------------------------------------------------------------------
+// ---- the request mix -------------------------------------------------------------------------
 
-void Scheduler::setQueues(QueueTree tree) {
-  queues_.setQueues(std::move(tree));
-  refreshQueues(true);
-}
-
-void Scheduler::setNamespaceQueue(const std::string& ns, const std::string& queue) {
-  queues_.setNamespaceDefault(ns, queue);
-}
-
-QueuedPod Scheduler::queuedPod(const PodFacts& pod, const GpuRequest& req, const std::string& queue,
-                               const std::string& gang) const {
-  QueuedPod q;
-  q.uid = pod.uid;
-  q.key = pod.key();
-  q.queue = queue;
-  q.gang = gang;
-  q.milli = req.totalMilli();
-  q.models = req.models;
-  q.priority = pod.priority;
-  q.since = now();
-  return q;
-}
-
-void Scheduler::notePod(const PodFacts& pod, QueueClock::time_point since) {
-  if (pod.uid.empty() || !queues_.enabled()) return;
-  Result<GpuRequest> req = parseGpuRequest(pod, config_.topology_levels);
-  Result<QueueMembership> membership = queues_.membership(pod);
-  const bool finished = pod.phase == "Succeeded" || pod.phase == "Failed";
-  // A gated pod (e.g. held by Kueue until its workload is admitted) is no demand yet.
-  const bool gated = pod.node_name.empty() && schedulingGated(pod);
-  if (finished || gated || !req.isOk() || !req.value().wantsGpus() || !membership.isOk() ||
-      pending_.deleted(pod.uid)) {
-    queues_.removePod(pod.uid);  // a pod whose request or queue is invalid is not counted
-    return;
-  }
-  // Without its PodGroup object (not read here) a native member's size is unknown, but its
-  // gang is not: keep it with its gang for reclaims.
-  Result<std::optional<GangSpec>> gang = parseGang(pod, config_.gang_timeout);
-  const std::string gang_key = gang.isOk()                    ? (gang.value() ? gang.value()->key : "")
-                               : pod.scheduling_group.empty() ? ""
-                                                              : gangKeyOf(pod);
-  QueuedPod q = queuedPod(pod, req.value(), membership.value().queue, gang_key);
-  q.since = since;
-  std::shared_lock lock(mu_);
-  // Where its GPUs are: the model knows a reservation before the API shows the binding.
-  const std::string* held = cluster_.nodeOf(pod.uid);
-  q.node = held ? *held : pod.node_name;
-  if (const model::NodeState* node = q.node.empty() ? nullptr : cluster_.find(q.node)) {
-    q.product = node->info().gpu_product;
-  }
-  queues_.upsertPod(std::move(q));
-}
-
-void Scheduler::noteWatchedDemand(const PodFacts& pod) {
+void Scheduler::noteWatchedDemand(const PodFacts& pod, const std::optional<GpuRequest>* parsed) {
   // Without a uid the pod could not be counted once; a pending pod reaches filter (counting it
   // here would change the order the mix sees pods in from the simulator's).
   if (pod.uid.empty() || pod.node_name.empty() || pod.phase == "Succeeded" || pod.phase == "Failed" ||
@@ -677,91 +530,13 @@ void Scheduler::noteWatchedDemand(const PodFacts& pod) {
     const model::NodeState* node = cluster_.find(pod.node_name);
     if (!node || node->gpuCount() == 0) return;
   }
+  if (parsed) {
+    if (*parsed) mix_window_.record(**parsed, pod.uid);
+    return;  // one that does not parse: the watch's own decoding reports it
+  }
   Result<GpuRequest> req = parseGpuRequest(pod, config_.topology_levels);
   if (!req.isOk()) return;  // the watch's own decoding reports pods it cannot read
   mix_window_.record(req.value(), pod.uid);
-}
-
-std::vector<QueueStatus> Scheduler::queueStatuses() const { return queues_.statuses(); }
-
-void Scheduler::holdBackLocked(const std::string& queue, int64_t milli, const std::string& gang,
-                               FilterResult& out, std::vector<const model::NodeState*>* passed_nodes) const {
-  // One admission per product (there are few), then a product lookup per node.
-  std::vector<std::pair<std::string, std::optional<std::string>>> by_product;
-  size_t kept = 0;
-  for (size_t i = 0; i < out.passed.size(); ++i) {
-    const model::NodeState* node = passed_nodes ? (*passed_nodes)[i] : cluster_.find(out.passed[i]);
-    if (!node) {  // unknown here: the filter behind refuses it with its own reason
-      if (kept != i) out.passed[kept] = std::move(out.passed[i]);
-      ++kept;
-      continue;
-    }
-    const std::string& product = node->info().gpu_product;
-    auto it =
-        std::find_if(by_product.begin(), by_product.end(), [&](const auto& e) { return e.first == product; });
-    if (it == by_product.end()) {
-      by_product.emplace_back(product, queues_.admit(queue, milli, product, gang));
-      it = by_product.end() - 1;
-    }
-    if (it->second) {
-      out.failed.add(std::move(out.passed[i]), *it->second);
-      ++out.categories["queue"];
-      continue;
-    }
-    if (passed_nodes) (*passed_nodes)[kept] = node;
-    if (kept != i) out.passed[kept] = std::move(out.passed[i]);  // never onto itself
-    ++kept;
-  }
-  out.passed.resize(kept);
-  if (passed_nodes) passed_nodes->resize(kept);
-}
-
-void Scheduler::markBoundLocked(const std::vector<Completion>& completions) {
-  for (const Completion& c : completions) {
-    if (!c.second.isOk()) continue;
-    const model::Allocation& a = c.second.value();
-    const model::NodeState* node = cluster_.find(a.node);
-    queues_.markBound(a.pod_uid, a.node, node ? node->info().gpu_product : "", now());
-  }
-}
-
-void Scheduler::refreshQueues(bool force) {
-  if (!queues_.enabled()) return;
-  {
-    const Clock::time_point t = now();
-    std::lock_guard lock(queue_refresh_mu_);
-    if (!force && queues_refreshed_ != Clock::time_point{} && t - queues_refreshed_ < config_.queue_refresh)
-      return;
-    queues_refreshed_ = t;
-  }
-  std::shared_lock lock(mu_);
-  ProductMilli capacity;
-  cluster_.forEachNode([&](const model::NodeState& node) {
-    if (!node.info().unschedulable && node.gpuCount() > 0) {
-      capacity[node.info().gpu_product] += node.gpuCount() * model::kMilliPerGpu;
-    }
-    return true;
-  });
-  queues_.refresh(capacity, [&](const QueuedPod& p) {
-    // The request filter parsed, else one rebuilt from the book's numbers.
-    GpuRequest req;
-    if (std::optional<PendingPod> known = pending_.find(p.uid)) {
-      req = known->request;
-    } else if (p.milli < model::kMilliPerGpu) {
-      req.gpus = 1;
-      req.milli_per_gpu = p.milli;
-      req.models = p.models;
-    } else {
-      req.gpus = static_cast<int>(p.milli / model::kMilliPerGpu);
-      req.models = p.models;
-    }
-    bool fits = false;
-    cluster_.forEachNode([&](const model::NodeState& node) {
-      fits = !node.info().unschedulable && findMisfit(node, req) == Misfit::kNone;
-      return !fits;
-    });
-    return fits;
-  });
 }
 
 ClusterSummary Scheduler::summary(size_t max_node_rows) const {

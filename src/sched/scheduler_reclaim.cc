@@ -79,25 +79,4 @@ void Scheduler::reclaimFinished(const ReclaimPlan& plan, bool evicted, const std
   for (const ReclaimVictim& v : plan.victims) queues_.countEviction(v.queue, "guarantee");
 }
 
-void Scheduler::holdForReclaimLocked(const std::string& queue, FilterResult& out,
-                                     std::vector<const model::NodeState*>* passed_nodes) const {
-  const Clock::time_point t = now();
-  if (!reclaim_.holding(t)) return;  // the usual case: one lock per filter, not one per node
-  size_t kept = 0;
-  for (size_t i = 0; i < out.passed.size(); ++i) {
-    if (std::optional<std::string> why = reclaim_.refusal(queue, out.passed[i], t)) {
-      out.failed.add(std::move(out.passed[i]), *why);
-      ++out.categories["reclaim"];
-      continue;
-    }
-    if (kept != i) {  // a self-move would empty the name
-      if (passed_nodes) (*passed_nodes)[kept] = (*passed_nodes)[i];
-      out.passed[kept] = std::move(out.passed[i]);
-    }
-    ++kept;
-  }
-  out.passed.resize(kept);
-  if (passed_nodes) passed_nodes->resize(kept);
-}
-
 }  // namespace troupe::sched

@@ -4,6 +4,7 @@
 #include <deque>
 #include <unordered_map>
 
+#include "troupe/sched/filter_stage_nodes.h"
 #include "troupe/sched/scheduler.h"
 
 namespace troupe::sched {
@@ -45,7 +46,7 @@ std::vector<WakeCandidate> Scheduler::planWakes(WakePlanner& planner) {
       if (*s.req == p.request && s.gang == p.gang) return s;
     }
     std::vector<const model::NodeState*> nodes;
-    filterSingleLocked(p.request, names, p.gang, &nodes);
+    filterSingle(cluster_, gangs_, p.request, names, p.gang, &nodes);
     Shape s{&p.request, p.gang, {}};
     for (const model::NodeState* node : nodes) {
       const std::string& product = node->info().gpu_product;

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -18,13 +19,25 @@
 #include <vector>
 
 #include "troupe/sched/node_ordinal_set.h"
+#include "troupe/sched/placement.h"
 #include "troupe/sched/pod_request.h"
+#include "troupe/sched/request_mix.h"
 
 namespace troupe::sched {
 
 // What a pod's request was parsed from (labels, annotations, containers, priority), so that an
 // unchanged pod is not parsed again by a later verb of the same cycle.
 uint64_t podFingerprint(const PodFacts& pod);
+
+// The GPUs a filter chose for the pod on the one node it passed (filter_stage_gpus.h), and
+// what they were chosen from: the node (ordinal) as it was (NodeState::changes) and the mix. A
+// bind onto that node while both are unchanged takes these GPUs instead of choosing again.
+struct ChosenGpus {
+  uint32_t ordinal = 0;
+  uint64_t changes = 0;
+  std::shared_ptr<const RequestMix> mix;  // nullptr unless the request is a share
+  Placement placement;
+};
 
 struct PendingPod {
   GpuRequest request;
@@ -42,6 +55,10 @@ struct PendingPod {
   std::string queue;
   int gang_min = 0;
   int64_t priority = 0;
+  // The pod's queue as its latest filter resolved it (queueStage), for the verbs after filter;
+  // nullopt when that filter resolved none (queues off, no GPUs, or not reached).
+  std::optional<std::string> resolved_queue;
+  std::optional<ChosenGpus> chosen;  // the GPUs the latest filter chose, if it chose any
   bool refused() const { return filtered && passed.size() == 0; }
 };
 
@@ -58,7 +75,11 @@ class PendingPods {
                 const std::string& gang = "", uint64_t* seq = nullptr);
   // Notes what the filter passed in the pod's record, unless a later filter replaced it.
   void recordPassed(const std::string& uid, uint64_t seq, NodeOrdinalSet passed, uint64_t births,
-                    const std::string& queue = "", int gang_min = 0);
+                    const std::string& queue = "", int gang_min = 0,
+                    std::optional<ChosenGpus> chosen = std::nullopt);
+  // Notes the queue the filter resolved for the pod (PendingPod::resolved_queue), unless a
+  // later filter replaced the record.
+  void noteQueue(const std::string& uid, uint64_t seq, const std::string& queue);
   std::optional<PendingPod> find(const std::string& uid) const;
   // Every pod whose latest filter passed no node (PendingPod::refused), as uid and record.
   std::vector<std::pair<std::string, PendingPod>> refused() const;

@@ -2,8 +2,8 @@
 // kube-scheduler's vocabulary but free of any wire format. A facade: it owns the locking and
 // delegates to its parts, each with one job: the cluster model (ClusterState), pods between
 // filter and bind (PendingPods), gangs (GangBook), learn mode (NodeLearner), the request mix
-// (RequestMixWindow), the filter loop and narrowing (node_filter.h) and narrowing's memo
-// (ScoreMemo).
+// (RequestMixWindow), the filter's stages over a per-cycle record (filter_cycle.h) and
+// narrowing's memo (ScoreMemo).
 //
 // Thread-safety: every public method may be called from any thread. Reads (filter,
 // prioritize) share the model lock; writes (node updates, reservations, gangs) take it
@@ -188,12 +188,16 @@ class Scheduler {
   // A GPU pod as the adapter sees it, pending or bound: it joins its queue's accounting
   // (forgetPod and release take it out again). `since`: when it was created (pending) or
   // started (bound), for the minimum runtime. Filter and reserve note the pods they see too.
-  void notePod(const PodFacts& pod, QueueClock::time_point since);
+  // `parsed`: the pod's request as the caller already parsed it (nullopt inside: it does not
+  // parse), so a watch event parses it once; nullptr: parsed here.
+  void notePod(const PodFacts& pod, QueueClock::time_point since,
+               const std::optional<GpuRequest>* parsed = nullptr);
   // A pod the adapter's watch sees bound to a GPU node the model knows (not finished, not
   // deleted): its request joins the request mix unless filter (or an earlier call) already
   // counted it, so pods placed by other schedulers, and those bound before Troupe started, are
   // part of the typical requests too. A pod whose request does not parse is left out.
-  void noteWatchedDemand(const PodFacts& pod);
+  // `parsed`: as for notePod.
+  void noteWatchedDemand(const PodFacts& pod, const std::optional<GpuRequest>* parsed = nullptr);
   // The request mix fragmentation is measured against now (RequestMixWindow::current).
   std::shared_ptr<const RequestMix> requestMix() const { return mix_window_.current(); }
   std::vector<QueueStatus> queueStatuses() const;
@@ -225,14 +229,6 @@ class Scheduler {
 
  private:
   Clock::time_point now() const;
-  // The pod's request: the one its pending record was parsed from while the pod is unchanged
-  // (one parse per scheduling cycle, not per verb), else parsed now.
-  Result<GpuRequest> requestOf(const PodFacts& pod, uint64_t fingerprint) const;
-  // Notes what the filter passed in the pod's record (PendingPods::recordPassed); caller holds
-  // mu_ (either mode). `nodes` may be given for `passed`, in order.
-  void recordPassedLocked(const std::string& uid, uint64_t seq, const std::vector<std::string>& passed,
-                          const std::vector<const model::NodeState*>* nodes = nullptr,
-                          const std::string& queue = "", int gang_min = 0);
   // OK when `node` passed the pod's latest filter; caller holds mu_.
   Status checkFilteredLocked(const std::string& pod_uid, const std::string& key,
                              const std::string& node) const;
@@ -240,23 +236,12 @@ class Scheduler {
   // node, else the refusal; nullopt when it holds none. Caller holds mu_.
   std::optional<Result<model::Allocation>> heldLocked(const std::string& pod_uid, const std::string& key,
                                                       const std::string& node) const;
-  // Caller holds mu_ exclusively. `gang`: the admitted gang the pod binds into, if any.
+  // Caller holds mu_ exclusively. `pending`: the pod's record (its request, and the GPUs its
+  // filter chose); `gang`: the admitted gang the pod binds into, if any.
   Result<model::Allocation> reserveLocked(const std::string& pod_uid, const std::string& key,
-                                          const std::string& node, const GpuRequest& req,
+                                          const std::string& node, const PendingPod& pending,
                                           const std::string& gang = "");
 
-  // Filter for a pod on its own (or a member of an admitted gang): filterEachNode over the
-  // model, with the gangs' drained nodes; caller holds mu_. With `passed_nodes`, also the
-  // NodeState of each passing node, in `passed` order.
-  // Scarce GPU models now: the mix's constrained demand against the cluster's free GPUs per
-  // product (one pass over the nodes, only while some recent request names a model).
-  ModelPressure modelPressureLocked(const RequestMix& mix) const;
-  // The pressure on whole nodes now (one pass over the nodes, only while the mix asks for
-  // whole nodes).
-  WholeNodePressure wholeNodePressureLocked(const RequestMix& mix) const;
-  FilterResult filterSingleLocked(const GpuRequest& req, const std::vector<std::string>& node_names,
-                                  const std::string& own_gang = "",
-                                  std::vector<const model::NodeState*>* passed_nodes = nullptr) const;
   // Runs `change` under mu_ (exclusive) with a list for the binds it answers, then delivers
   // those and the gang notices it queued, outside the lock.
   template <typename Change>
@@ -264,19 +249,6 @@ class Scheduler {
   // Delivers notices gathered under mu_ and runs completions; never under a lock.
   void deliver(std::vector<GangNotice> notices, std::vector<Completion> completions) const;
 
-  // Queues. The pod as the book keeps it (pending unless the model has its GPUs).
-  QueuedPod queuedPod(const PodFacts& pod, const GpuRequest& req, const std::string& queue,
-                      const std::string& gang) const;
-  // Moves the passed nodes whose product `queue` may not take `milli` more of now into
-  // failed, with the book's reason (category "queue"); caller holds mu_. `passed_nodes`, when
-  // given, is kept in step with out.passed.
-  void holdBackLocked(const std::string& queue, int64_t milli, const std::string& gang, FilterResult& out,
-                      std::vector<const model::NodeState*>* passed_nodes) const;
-  // Moves the passed nodes that a reclaim in flight keeps for another queue into failed, with
-  // the reclaim's reason (category "reclaim"); caller holds mu_. Defined in
-  // scheduler_reclaim.cc with planReclaim and reclaimFinished.
-  void holdForReclaimLocked(const std::string& queue, FilterResult& out,
-                            std::vector<const model::NodeState*>* passed_nodes) const;
   // The book's bound pods after binds answered under mu_ (exclusive): a gang's barrier
   // releases every member at once.
   void markBoundLocked(const std::vector<Completion>& completions);

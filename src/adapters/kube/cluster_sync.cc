@@ -106,6 +106,17 @@ ClusterSync::Stats ClusterSync::stats() const {
 // ---- pods --------------------------------------------------------------------------------
 
 void ClusterSync::applyPod(const PodView& pod) {
+  const std::vector<std::string>& levels = scheduler_.config().topology_levels;
+  if (pod.request_levels != levels) {
+    // Decoded against other topology levels (or built by hand): its request is read again.
+    PodView again = pod;
+    Result<sched::GpuRequest> req = sched::parseGpuRequest(pod.facts, levels);
+    again.request = req.isOk() ? std::optional(req.value()) : std::nullopt;
+    again.request_levels = levels;
+    std::lock_guard lock(mu_);
+    applyPodLocked(again);
+    return;
+  }
   std::lock_guard lock(mu_);
   applyPodLocked(pod);
 }
@@ -152,18 +163,16 @@ void ClusterSync::noteQueuedLocked(const PodView& pod) {
     if (age > std::chrono::system_clock::duration::zero())
       since = now - std::chrono::duration_cast<sched::QueueClock::duration>(age);
   }
-  scheduler_.notePod(pod.facts, since);
+  scheduler_.notePod(pod.facts, since, &pod.request);
 }
 
 void ClusterSync::applyPodLocked(const PodView& pod) {
   const std::string& uid = pod.facts.uid;
   notePodForDraLocked(pod);
   if (!pod.bound() && !pod.terminating && !pod.finished && pod.gpus > 0) {
-    Result<sched::GpuRequest> req = sched::parseGpuRequest(pod.facts, scheduler_.config().topology_levels);
-    pending_[uid] = PendingRecord{
-        PendingPod{pod.facts.ns, pod.facts.name, pod.scheduler_name, sched::gangKeyOf(pod.facts), pod.created,
-                   req.isOk() ? std::optional(req.value()) : std::nullopt},
-        pod_generation_};
+    pending_[uid] = PendingRecord{PendingPod{pod.facts.ns, pod.facts.name, pod.scheduler_name,
+                                             sched::gangKeyOf(pod.facts), pod.created, pod.request},
+                                  pod_generation_};
     noteQueuedLocked(pod);
   } else {
     pending_.erase(uid);
@@ -173,7 +182,7 @@ void ClusterSync::applyPodLocked(const PodView& pod) {
   if (pod.terminating) scheduler_.forgetPod(uid);
   // Every bound pod, CPU-only ones and those of other schedulers too, is part of the request
   // mix; the core counts each once and skips those filter saw.
-  if (pod.bound()) scheduler_.noteWatchedDemand(pod.facts);
+  if (pod.bound()) scheduler_.noteWatchedDemand(pod.facts, &pod.request);
   auto it = pods_.find(uid);
   if (!pod.bound()) {
     // Not bound (yet): a reservation Troupe's binder holds for it is the binder's business.
@@ -373,7 +382,8 @@ void ClusterSync::podEvent(WatchEventType type, const Json& object) {
     if (on_pod_watched_) on_pod_watched_(uid);
     return;
   }
-  Result<PodView> pod = decodePod(object);
+  // The request is parsed here, once per event (PodView::request), for the sync and the core.
+  Result<PodView> pod = decodePod(object, scheduler_.config().topology_levels);
   if (!pod.isOk()) {
     logger_.warn("pod skipped", {{"pod", nameOf(object)}, {"error", pod.status().message()}});
     return;

@@ -112,7 +112,7 @@ std::string resourceVersionOf(const Json& object) {
   return rv && rv->is_string() ? rv->get<std::string>() : std::string();
 }
 
-Result<PodView> decodePod(const Json& pod) {
+Result<PodView> decodePod(const Json& pod, const std::vector<std::string>& topology_levels) {
   Result<sched::PodFacts> facts = adapters::podFromJson(pod);
   if (!facts.isOk()) return facts.status();
   PodView v;
@@ -137,8 +137,10 @@ Result<PodView> decodePod(const Json& pod) {
     }
   }
   v.finished = v.facts.phase == "Succeeded" || v.facts.phase == "Failed";
-  Result<sched::GpuRequest> req = sched::parseGpuRequest(v.facts);
+  Result<sched::GpuRequest> req = sched::parseGpuRequest(v.facts, topology_levels);
+  v.request_levels = topology_levels;
   if (req.isOk()) {
+    v.request = req.value();
     v.gpus = req.value().gpus;
     v.milli_per_gpu = req.value().milli_per_gpu;
     v.cpu_milli = req.value().cpu_milli;

@@ -13,6 +13,7 @@
 #include "adapters/common/kube_json.h"
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
+#include "troupe/model/topology_levels.h"
 #include "troupe/sched/pod_request.h"
 
 namespace troupe::kube {
@@ -46,6 +47,10 @@ struct PodView {
   // how long a pod has waited or run, for its queue (the minimum runtime before reclaim).
   std::optional<std::chrono::system_clock::time_point> created;
   std::optional<std::chrono::system_clock::time_point> started;
+  // Its GPU request, parsed once per watch event against `request_levels` (the topology
+  // levels): nullopt when it does not parse. The sync and the core take it from here.
+  std::optional<sched::GpuRequest> request;
+  std::vector<std::string> request_levels;
 
   bool bound() const { return !facts.node_name.empty(); }
   bool holdsGpus() const { return bound() && !finished && gpus > 0; }
@@ -57,7 +62,9 @@ struct PodView {
 
 // Decodes a v1.Pod. A pod whose GPU annotations are invalid still counts by its
 // nvidia.com/gpu request: it may be running, bound by someone else.
-Result<PodView> decodePod(const Json& pod);
+// `topology_levels`: those the topology annotations may name (the scheduler's).
+Result<PodView> decodePod(const Json& pod,
+                          const std::vector<std::string>& topology_levels = model::defaultTopologyLevels());
 
 // A v1.Node as the core sees it: adapters::nodeFromJson's GPU facts plus the allocatable CPU,
 // memory and pod count, so the placements Troupe makes (and scores by free CPU, as the
