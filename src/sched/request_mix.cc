@@ -189,7 +189,7 @@ void RequestMixWindow::rebuildLocked() {
   if (window_.empty()) return;
   // Under the lock: at most every `refresh_` requests, a sort of `capacity_` shapes.
   mix_ = std::make_shared<const RequestMix>(RequestMix::fromRequests(
-      std::vector<GpuRequest>(window_.begin(), window_.end()), 0.95, cluster_cpu_per_gpu_));
+      std::vector<GpuRequest>(window_.begin(), window_.end()), kTypicalCoverage, cluster_cpu_per_gpu_));
 }
 
 std::shared_ptr<const RequestMix> RequestMixWindow::current() const {

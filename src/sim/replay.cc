@@ -35,8 +35,8 @@ class MixSource {
       std::vector<sched::GpuRequest> reqs;
       reqs.reserve(pods.size());
       for (const TracePod& p : pods) reqs.push_back(requestOf(p));
-      fixed_ =
-          std::make_shared<const sched::RequestMix>(sched::RequestMix::fromRequests(reqs, 0.95, cpu_per_gpu));
+      fixed_ = std::make_shared<const sched::RequestMix>(
+          sched::RequestMix::fromRequests(reqs, sched::RequestMix::kTypicalCoverage, cpu_per_gpu));
       cache_.emplace(*fixed_);
     }
   }

@@ -97,7 +97,8 @@ class Simulation {
     nowhere_.assign(static_cast<size_t>(shape_count_), false);
     std::vector<sched::GpuRequest> requests;
     for (const TimedPod& p : pods_) requests.push_back(p.request);
-    mix_ = sched::RequestMix::fromRequests(requests, 0.95, in.cluster->cpuPerGpu());
+    mix_ = sched::RequestMix::fromRequests(requests, sched::RequestMix::kTypicalCoverage,
+                                           in.cluster->cpuPerGpu());
     cache_.emplace(mix_);
     std::vector<sched::QueueSpec> specs;
     for (const TenantSpec& t : in.tenants) {
