@@ -20,7 +20,10 @@
 // Apart from that value, ranking takes off points while GPU models are scarce (scarcityPenalty,
 // model_pressure.h: requests that could run elsewhere leave the models that constrained requests
 // will need) and while the mix asks for whole nodes (wholeNodePenalty, whole_node_pressure.h).
-// What each rule and constant gains, measured on the FGD trace and the sweep, is in
+// Where the rest lives: FGD's fragmentation and the GPU choice (fragmentation.h, node_scoring.h),
+// the mix and its CPU regimes (request_mix.h), the penalties' pressures (model_pressure.h,
+// whole_node_pressure.h), the weights (policy_args.h). What each rule and constant gains,
+// measured on the FGD trace and the sweep, is in
 // docs/placement-quality.md#the-troupe-policys-constants; a re-measurement edits that page only.
 #include <algorithm>
 #include <bit>
