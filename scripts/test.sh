@@ -46,6 +46,10 @@ python3 scripts/check-layers.py
 step "docs: every relative link in README.md and docs/ resolves (scripts/check-doc-links.py)"
 python3 scripts/check-doc-links.py
 
+step "pod contract: every key once in include/troupe/model/pod_contract.h, README's table equal to its pod section (scripts/check-pod-contract.py)"
+python3 scripts/check-pod-contract.py --self-test
+python3 scripts/check-pod-contract.py
+
 step "tools: the workload generator (tests/tools/derive_workload_test.py)"
 python3 tests/tools/derive_workload_test.py
 

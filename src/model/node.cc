@@ -6,6 +6,7 @@
 
 #include "troupe/common/quantity.h"
 #include "troupe/common/strings.h"
+#include "troupe/model/pod_contract.h"
 
 namespace troupe::model {
 namespace {

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "troupe/common/strings.h"
+#include "troupe/model/pod_contract.h"
 #include "troupe/model/topology_levels.h"
 
 namespace troupe::sched {

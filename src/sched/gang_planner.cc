@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "troupe/model/pod_contract.h"
 #include "troupe/model/topology_levels.h"
 #include "troupe/sched/placement.h"
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "troupe/common/strings.h"
+#include "troupe/model/pod_contract.h"
 #include "troupe/model/topology_presets.h"
 
 namespace troupe::sched {

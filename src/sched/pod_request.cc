@@ -8,6 +8,7 @@
 
 #include "troupe/common/quantity.h"
 #include "troupe/common/strings.h"
+#include "troupe/model/pod_contract.h"
 
 namespace troupe::sched {
 namespace {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "troupe/sched/policy_hooks.h"
 #include "troupe/sched/policy_registry.h"
 
 namespace troupe::sched {
@@ -24,6 +25,12 @@ double Policy::scarcityPenalty(const model::NodeState& /*node*/, const GpuReques
 double Policy::wholeNodePenalty(const model::NodeState& /*node*/, const GpuRequest& /*req*/,
                                 const WholeNodePressure& /*pressure*/) const {
   return 0.0;
+}
+
+const PolicyHooks& hooksOf(const Policy& policy) {
+  static const PolicyHooks kDefaults;  // immutable
+  const auto* own = dynamic_cast<const PolicyHooks*>(&policy);
+  return own != nullptr ? *own : kDefaults;
 }
 
 // The built-in troupe always exists with default arguments, so value() cannot fail here.

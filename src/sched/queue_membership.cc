@@ -1,5 +1,7 @@
 #include "troupe/sched/queue_membership.h"
 
+#include "troupe/model/pod_contract.h"
+
 namespace troupe::sched {
 namespace {
 

@@ -188,8 +188,9 @@ void RequestMixWindow::rebuildLocked() {
   since_refresh_ = 0;
   if (window_.empty()) return;
   // Under the lock: at most every `refresh_` requests, a sort of `capacity_` shapes.
-  mix_ = std::make_shared<const RequestMix>(RequestMix::fromRequests(
-      std::vector<GpuRequest>(window_.begin(), window_.end()), 0.95, cluster_cpu_per_gpu_));
+  mix_ = std::make_shared<const RequestMix>(
+      RequestMix::fromRequests(std::vector<GpuRequest>(window_.begin(), window_.end()),
+                               RequestMix::kTypicalCoverage, cluster_cpu_per_gpu_));
 }
 
 std::shared_ptr<const RequestMix> RequestMixWindow::current() const {

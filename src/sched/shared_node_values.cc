@@ -21,7 +21,11 @@ uint64_t hashKey(const std::array<uint64_t, 8>& key) {
 }  // namespace
 
 SharedNodeValues::SharedNodeValues(const Policy& policy, const GpuRequest& req, const ScoreContext& context)
-    : policy_(policy), req_(req), context_(context), shareable_(policy.sharesNodeValues()) {
+    : policy_(policy),
+      hooks_(hooksOf(policy)),
+      req_(req),
+      context_(context),
+      shareable_(hooks_.sharesNodeValues()) {
   if (!shareable_) return;
   const RequestMix& mix = context.mix ? *context.mix : RequestMix::defaults();
   for (const TypicalRequest& m : mix.entries()) cpu_thresholds_.push_back(m.cpu_milli);
@@ -63,7 +67,7 @@ bool SharedNodeValues::keyOf(const model::NodeState& node, Key& key) {
   key[1] = products_matter_ ? accessOf(node.info().gpu_product) : 0;
   key[2] = uint64_t{cpuClass(cpu)} << 32 | cpuClass(cpu - req_.cpu_milli);
   key[3] = static_cast<uint64_t>(static_cast<uint32_t>(gpus)) << 48 |
-           static_cast<uint64_t>(policy_.shareClass(node, req_, context_) & 0xFFFF) << 32 |
+           static_cast<uint64_t>(hooks_.shareClass(node, req_, context_) & 0xFFFF) << 32 |
            static_cast<uint32_t>(node.unknownHeld());
   // Per-GPU use, 16 bits each (at most kMilliPerGpu), four GPUs per word.
   for (int g = 0; g < gpus; ++g) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "troupe/common/strings.h"
+#include "troupe/model/pod_contract.h"
 #include "troupe/sched/cluster_state.h"
 
 namespace troupe::sim {

@@ -9,6 +9,7 @@
 #include "troupe/sched/choose_node.h"
 #include "troupe/sched/model_pressure.h"
 #include "troupe/sched/placement.h"
+#include "troupe/sched/policy_hooks.h"
 #include "troupe/sched/request_mix.h"
 #include "troupe/sched/whole_node_pressure.h"
 #include "troupe/sim/defrag.h"
@@ -24,7 +25,7 @@ namespace {
 class MixSource {
  public:
   MixSource(const std::vector<TracePod>& pods, const sched::Policy& policy, bool cold, double cpu_per_gpu)
-      : live_(cold || policy.usesLiveMix()) {
+      : live_(cold || sched::hooksOf(policy).usesLiveMix()) {
     window_.setClusterCpuPerGpu(cpu_per_gpu);
     if (cold) return;  // a fresh extender: the defaults until the window's first refresh
     if (live_) {
@@ -34,8 +35,8 @@ class MixSource {
       std::vector<sched::GpuRequest> reqs;
       reqs.reserve(pods.size());
       for (const TracePod& p : pods) reqs.push_back(requestOf(p));
-      fixed_ =
-          std::make_shared<const sched::RequestMix>(sched::RequestMix::fromRequests(reqs, 0.95, cpu_per_gpu));
+      fixed_ = std::make_shared<const sched::RequestMix>(
+          sched::RequestMix::fromRequests(reqs, sched::RequestMix::kTypicalCoverage, cpu_per_gpu));
       cache_.emplace(*fixed_);
     }
   }
@@ -282,7 +283,7 @@ RunResult replay(const ReplayInput& in) {
       chosen = feasible[static_cast<size_t>(k)];
       placement = scoreOf(*chosen).placement;
     }
-    if (chosen && policy.drawsNode() && req.shared()) {
+    if (chosen && sched::hooksOf(policy).drawsNode() && req.shared()) {
       // A uniformly random GPU that fits, by reservoir sampling on the same stream.
       int seen = 0;
       for (int g = 0; g < nodes[*chosen].gpuCount(); ++g) {

@@ -14,6 +14,7 @@
 #include "troupe/sched/choose_node.h"
 #include "troupe/sched/fair_share.h"
 #include "troupe/sched/placement.h"
+#include "troupe/sched/policy_hooks.h"
 #include "troupe/sched/queue_book.h"
 #include "troupe/sched/request_mix.h"
 #include "troupe/sim/go_random.h"
@@ -96,7 +97,8 @@ class Simulation {
     nowhere_.assign(static_cast<size_t>(shape_count_), false);
     std::vector<sched::GpuRequest> requests;
     for (const TimedPod& p : pods_) requests.push_back(p.request);
-    mix_ = sched::RequestMix::fromRequests(requests, 0.95, in.cluster->cpuPerGpu());
+    mix_ = sched::RequestMix::fromRequests(requests, sched::RequestMix::kTypicalCoverage,
+                                           in.cluster->cpuPerGpu());
     cache_.emplace(mix_);
     std::vector<sched::QueueSpec> specs;
     for (const TenantSpec& t : in.tenants) {
@@ -239,7 +241,7 @@ bool Simulation::place(int pod, int node, double now) {
   sched::Placement placement = scoreOf(static_cast<size_t>(node), pod).placement;
   const sched::Policy& policy = *in_.policy;
   model::NodeState& n = nodes_[static_cast<size_t>(node)];
-  if (policy.drawsNode() && p.request.shared()) {
+  if (sched::hooksOf(policy).drawsNode() && p.request.shared()) {
     int seen = 0;  // a uniformly random GPU that fits, as the replay draws it
     for (int g = 0; g < n.gpuCount(); ++g) {
       if (n.gpuFreeMilli(g) < p.request.milli_per_gpu) continue;

@@ -78,7 +78,7 @@ TEST_CASE("pod waker: one pods/status merge patch per chosen pod, with its uid",
     const nlohmann::json body = nlohmann::json::parse(c.body);
     CHECK(body.size() == 1);  // metadata only
     CHECK(body["metadata"]["uid"] == "uid-" + c.path.substr(c.path.rfind("/pods/") + 6, 1));
-    const std::string value = body["metadata"]["annotations"][kWakeAnnotation];
+    const std::string value = body["metadata"]["annotations"][contract::kWakeAnnotation];
     CHECK(!value.empty());
     if (!stamp.empty()) CHECK(value == stamp);  // one value per round
     stamp = value;

@@ -27,7 +27,7 @@ TEST_CASE("fgd: whole GPUs on equal empty nodes score alike, so the node order d
   const auto fgd = tt::builtin("fgd");
   CHECK(fgd->score(a, tt::request(2), {}).value == fgd->score(b, tt::request(2), {}).value);
   CHECK(fgd->score(a, tt::request(2), {}).placement.gpus == std::vector<int>{0, 1});  // lowest free
-  CHECK(fgd->sharesNodeValues());
+  CHECK(troupe::sched::hooksOf(*fgd).sharesNodeValues());
 }
 
 }  // namespace

@@ -9,7 +9,7 @@ namespace tt = troupe::testing;
 
 TEST_CASE("random: with a stream the draw chooses, without one a stable hash does", "[policy][random]") {
   const auto policy = tt::builtin("random");
-  REQUIRE(policy->drawsNode());
+  REQUIRE(troupe::sched::hooksOf(*policy).drawsNode());
   int asked = 0;
   const troupe::sched::Draw draw = [&](int n) {
     asked = n;

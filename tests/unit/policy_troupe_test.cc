@@ -230,9 +230,9 @@ TEST_CASE("troupe: while requests name GPU models, a CPU-tight CPU-only pod does
   const troupe::sched::ScoreContext guarded{&constrained, nullptr};
   CHECK(c.best(*policy, cpu_only, plain) == "starved");  // the most GPU in use wins
   CHECK(c.best(*policy, cpu_only, guarded) == "idle-small");
-  CHECK(policy->shareClass(starved, cpu_only, guarded) == 1);
-  CHECK(policy->shareClass(idle_small, cpu_only, guarded) == 0);
-  CHECK(policy->shareClass(starved, cpu_only, plain) == 0);
+  CHECK(troupe::sched::hooksOf(*policy).shareClass(starved, cpu_only, guarded) == 1);
+  CHECK(troupe::sched::hooksOf(*policy).shareClass(idle_small, cpu_only, guarded) == 0);
+  CHECK(troupe::sched::hooksOf(*policy).shareClass(starved, cpu_only, plain) == 0);
   // A node it would not starve still goes first by the GPUs in use.
   troupe::model::NodeState& roomy = c.add("roomy", 8, "NVIDIA-L4", "96");
   tt::SmallCluster::use(roomy, {0, 1, 2, 3, 4, 5}, 1000, 26000);
@@ -242,7 +242,7 @@ TEST_CASE("troupe: while requests name GPU models, a CPU-tight CPU-only pod does
   const RequestMix bound = constrained.withClusterCpuPerGpu(27.0);
   REQUIRE(bound.cpuBound());
   const troupe::sched::ScoreContext bound_context{&bound, nullptr};
-  CHECK(policy->shareClass(starved, cpu_only, bound_context) == 0);
+  CHECK(troupe::sched::hooksOf(*policy).shareClass(starved, cpu_only, bound_context) == 0);
 }
 
 TEST_CASE("troupe: while the mix is CPU-bound, the exact fragmentation change breaks the ties",
@@ -290,14 +290,14 @@ TEST_CASE("troupe: among equally fragmenting nodes a GPU pod goes where CPU and 
   const auto policy = tt::builtin("troupe");
   CHECK(c.best(*policy, req, context) == "even");
   // The class nodes share a value by: 1 + the CPU left after the pod, in whole percent.
-  CHECK(policy->shareClass(even, req, context) == 1 + 41);      // 40 of 96 cores left
-  CHECK(policy->shareClass(cpu_heavy, req, context) == 1 + 8);  // 8 of 96
+  CHECK(troupe::sched::hooksOf(*policy).shareClass(even, req, context) == 1 + 41);      // 40 of 96 cores left
+  CHECK(troupe::sched::hooksOf(*policy).shareClass(cpu_heavy, req, context) == 1 + 8);  // 8 of 96
   // Without the term the node order decides.
   troupe::sched::PolicyArgs off;
   off.troupe.balance_weight = 0;
   const auto no_balance = tt::builtin("troupe", off);
   CHECK(c.best(*no_balance, req, context) == "cpu-heavy");
-  CHECK(no_balance->shareClass(even, req, context) == 0);
+  CHECK(troupe::sched::hooksOf(*no_balance).shareClass(even, req, context) == 0);
   // An untouched node counts as balanced 0.85: better than the lopsided node (0.71), worse than
   // the even one (0.96), so pods do not spread over empty nodes for balance alone.
   tt::SmallCluster with_empty_1;
@@ -316,7 +316,7 @@ TEST_CASE("troupe: among equally fragmenting nodes a GPU pod goes where CPU and 
   REQUIRE(plenty.gpuPodsCpuLoad() == Approx(0.2));
   const troupe::sched::ScoreContext plenty_context{&plenty, nullptr};
   CHECK(c.best(*policy, req, plenty_context) == "cpu-heavy");
-  CHECK(policy->shareClass(even, req, plenty_context) == 0);
+  CHECK(troupe::sched::hooksOf(*policy).shareClass(even, req, plenty_context) == 0);
   // What counts is the GPU pods' own CPU: CPU-only pods of 6 cores raise the whole mix's load to
   // 0.8 (8 cores per GPU against 10), yet the GPU pods ask 0.2 of it and the term stays off.
   const RequestMix cpu_only_heavy =
@@ -330,5 +330,5 @@ TEST_CASE("troupe: among equally fragmenting nodes a GPU pod goes where CPU and 
   const RequestMix bound = cpuHeavyMix(27.0);
   REQUIRE(bound.cpuBound());
   const troupe::sched::ScoreContext bound_context{&bound, nullptr};
-  CHECK(policy->shareClass(even, req, bound_context) == 0);
+  CHECK(troupe::sched::hooksOf(*policy).shareClass(even, req, bound_context) == 0);
 }

@@ -210,7 +210,7 @@ TEST_CASE("shared node values: every value and every choice equal nodeValue's on
       CHECK(troupe::sched::bestByValue(*policy, fits, reused) ==
             troupe::sched::bestByValue(*policy, fits, direct));
       if (!fits.empty()) ++choices;
-      if (policy->sharesNodeValues()) {
+      if (hooksOf(*policy).sharesNodeValues()) {
         scored += fits.size();
         computed += shared.computed();
       }

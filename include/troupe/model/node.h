@@ -10,25 +10,16 @@
 #include <vector>
 
 #include "troupe/common/status.h"
+#include "troupe/model/pod_contract.h"
 #include "troupe/model/topology.h"
 
 namespace troupe::model {
-
-// Standard label and resource names (NVIDIA GPU feature discovery and device plugin).
-inline constexpr const char* kGpuResource = "nvidia.com/gpu";
-inline constexpr const char* kLabelGpuProduct = "nvidia.com/gpu.product";
-inline constexpr const char* kLabelGpuMemory = "nvidia.com/gpu.memory";  // MiB per GPU
-inline constexpr const char* kLabelGpuCount = "nvidia.com/gpu.count";
-inline constexpr const char* kLabelTopologyProfile = "troupe.dev/topology-profile";
-inline constexpr const char* kAnnotationGpuTopology = "troupe.dev/gpu-topology";
 
 inline constexpr int64_t kMilliPerGpu = 1000;
 
 // The GPU DRA driver's name, and its devices' attribute and capacity Troupe reads (NVIDIA's
 // dra-driver-gpu publishes whole GPUs under these).
 inline constexpr const char* kDefaultDraGpuDriver = "gpu.nvidia.com";
-
-using StringMap = std::map<std::string, std::string>;
 
 // What a node is, independent of what runs on it.
 struct NodeInfo {

@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "troupe/sched/policy.h"
+#include "troupe/sched/policy_hooks.h"
 
 namespace troupe::sched {
 
@@ -26,7 +27,7 @@ int chooseNode(size_t count, const Policy& policy, TieBreak ties, ValueFn&& valu
                const Draw& draw = {}) {
   if (count == 0) return -1;
   if (count == 1) return 0;
-  if (policy.drawsNode() && draw) return draw(static_cast<int>(count));
+  if (draw && hooksOf(policy).drawsNode()) return draw(static_cast<int>(count));
   int best = -1;
   double best_value = 0;
   decltype(rank(size_t{0})) best_rank{};

@@ -24,17 +24,11 @@
 #include <vector>
 
 #include "troupe/common/status.h"
+#include "troupe/model/pod_contract.h"
 #include "troupe/sched/pod_request.h"
 
 namespace troupe::sched {
 
-inline constexpr const char* kGangName = "troupe.dev/gang";
-inline constexpr const char* kGangSize = "troupe.dev/gang-size";
-inline constexpr const char* kGangTimeout = "troupe.dev/gang-timeout";
-inline constexpr const char* kPodGroupLabel = "scheduling.x-k8s.io/pod-group";
-inline constexpr const char* kVolcanoGroup = "scheduling.k8s.io/group-name";
-inline constexpr const char* kKueueGroup = "kueue.x-k8s.io/pod-group-name";
-inline constexpr const char* kKueueTotal = "kueue.x-k8s.io/pod-group-total-count";
 // Not a label: the pod's spec field that names its native PodGroup (GangSpec::source).
 inline constexpr const char* kSchedulingGroup = "spec.schedulingGroup.podGroupName";
 

@@ -16,12 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "troupe/model/pod_contract.h"
 #include "troupe/sched/pod_request.h"
 
 namespace troupe::sched {
-
-inline constexpr const char* kKueueTasLabel = "kueue.x-k8s.io/tas";
-inline constexpr const char* kHostnameLabel = "kubernetes.io/hostname";
 
 // spec.schedulingGates is not empty: kube-scheduler does not schedule the pod yet.
 bool schedulingGated(const PodFacts& pod);

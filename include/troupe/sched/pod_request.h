@@ -1,4 +1,5 @@
-// The pod contract: what a pod asks of Troupe, parsed and validated in one place.
+// The pod contract: what a pod asks of Troupe, parsed and validated in one place (the keys:
+// troupe/model/pod_contract.h).
 //
 //   resources nvidia.com/gpu: N        whole GPUs (requests or limits; init containers count
 //                                      as Kubernetes counts them: max(sum(app), max(init)))
@@ -29,22 +30,10 @@
 #include <vector>
 
 #include "troupe/common/status.h"
+#include "troupe/model/pod_contract.h"
 #include "troupe/model/topology_levels.h"
 
 namespace troupe::sched {
-
-using StringMap = std::map<std::string, std::string>;
-
-inline constexpr const char* kAnnotationGpuModel = "troupe.dev/gpu-model";
-inline constexpr const char* kAnnotationGpuMemory = "troupe.dev/gpu-memory";
-inline constexpr const char* kAnnotationGpuTopology = "troupe.dev/gpu-topology";
-inline constexpr const char* kAnnotationGpuMilli = "troupe.dev/gpu-milli";
-// The same share as an extended resource (limits: {troupe.dev/gpu-milli: 500}), so that
-// kube-scheduler's managedResources sends the pod to Troupe.
-inline constexpr const char* kResourceGpuMilli = "troupe.dev/gpu-milli";
-inline constexpr const char* kAnnotationGpus = "troupe.dev/gpus";  // the assignment Troupe writes
-inline constexpr const char* kAnnotationTopologyRequired = "troupe.dev/topology-required";
-inline constexpr const char* kAnnotationTopologyPreferred = "troupe.dev/topology-preferred";
 
 // One entry of spec.resourceClaims: a DRA ResourceClaim the pod uses, named directly or made
 // from a template (its generated name is in status.resourceClaimStatuses once created).

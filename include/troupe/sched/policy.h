@@ -7,6 +7,8 @@
 //               highest first, ties as tieBreak() says (choose_node.h)
 //   unitScore   0..1 for the placement the extender already chose (prioritize)
 //   rankValue   what the live narrowing ranks by (score().value unless the policy draws)
+// What only the score memo and the simulator ask (sharing values between nodes, drawing the node,
+// the live mix) is apart, in policy_hooks.h: optional, with defaults.
 //
 // troupe (default): fragmentation first, measured against the mix of requests seen recently
 //   (FGD's idea, on the live mix), then topology and packing; its weights are its arguments
@@ -79,25 +81,6 @@ class Policy {
                                   const WholeNodePressure& pressure) const;
 
   virtual TieBreak tieBreak() const { return TieBreak::kNodeOrder; }
-
-  // True when the value reads a node only through what SharedNodeValues keys it by (GPU
-  // topology, count and use, held GPUs, product access, CPU classes of the mix): nodes in the
-  // same such state may then share one computed value.
-  virtual bool sharesNodeValues() const { return false; }
-  // What else the value reads of a node beyond SharedNodeValues' key, as a class below 2^16
-  // (0: nothing): nodes share a value only where this agrees too.
-  virtual uint32_t shareClass(const model::NodeState& /*node*/, const GpuRequest& /*req*/,
-                              const ScoreContext& /*context*/) const {
-    return 0;
-  }
-
-  // True when the simulator draws the node (and a shared GPU) from its random stream instead
-  // of ranking by score.
-  virtual bool drawsNode() const { return false; }
-
-  // True when the simulator measures fragmentation against the live request window, as the
-  // extender does, instead of the trace's fixed mix.
-  virtual bool usesLiveMix() const { return false; }
 };
 
 using PolicyPtr = std::shared_ptr<const Policy>;

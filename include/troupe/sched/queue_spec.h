@@ -13,14 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "troupe/model/pod_contract.h"
+
 namespace troupe::sched {
 
-// A pod's queue: label or annotation (the annotation wins, as for every troupe.dev key).
-inline constexpr const char* kQueueKey = "troupe.dev/queue";
-// Kueue's LocalQueue label: a pod that carries it joins the Troupe queue of that name.
-inline constexpr const char* kKueueQueueName = "kueue.x-k8s.io/queue-name";
-// On a Namespace: the queue its pods join when they name none.
-inline constexpr const char* kNamespaceDefaultQueue = "troupe.dev/default-queue";
 // The queue pods join when neither they nor their namespace name one. It exists implicitly
 // (weight 1, nothing guaranteed, no limit, preemptible) unless it is defined.
 inline constexpr const char* kDefaultQueueName = "default";

@@ -40,12 +40,15 @@ struct ConstrainedShare {
 
 class RequestMix {
  public:
+  // The share of requests the typical shapes cover: the rare rest would only add noise to F
+  // (figures: docs/placement-quality.md#the-troupe-policys-constants).
+  static constexpr double kTypicalCoverage = 0.95;
   // The most frequent shapes of `requests` covering `coverage` (0..1] of them, renormalised.
   // Order: by count, descending; equal counts put the larger shape first (CPU, milli, GPUs,
   // models), as FGD does, so the float sums come out in the same order.
   // `cluster_cpu_per_gpu`: the GPU nodes' milli-CPU per milli-GPU (ClusterState::cpuPerGpu),
   // 0 when unknown; it decides cpuTight() and cpuBound().
-  static RequestMix fromRequests(const std::vector<GpuRequest>& requests, double coverage = 0.95,
+  static RequestMix fromRequests(const std::vector<GpuRequest>& requests, double coverage = kTypicalCoverage,
                                  double cluster_cpu_per_gpu = 0.0);
   // Before any request is seen: one, two, four and eight whole GPUs, and halves of one.
   static const RequestMix& defaults();
@@ -88,11 +91,10 @@ class RequestMix {
   // cpuLoad() against another cluster CPU per GPU, and this mix with that load.
   double cpuLoadAgainst(double cluster_cpu_per_gpu) const;
   RequestMix withClusterCpuPerGpu(double cluster_cpu_per_gpu) const;
+  // From this load CPU runs out about when GPUs do, and CPU-only pods follow the CPU-tight rules.
   static constexpr double kCpuTightLoad = 0.9;
-  // Where the exact fragmentation change starts to place better than the CPU-tight rules:
-  // measured on the trace with 1.9-2.4x its CPU-only pods (loads 1.02-1.12), the tight rules win
-  // up to load 1.053 (2.1x: 6.25% unallocated against 6.45%), the exact change from 1.065 (2.15x:
-  // 6.48% against 7.11%; FGD 7.00%). At 1.1, 2.15-2.35x were 2-4% worse than FGD.
+  // Where the exact fragmentation change starts to place better than the CPU-tight rules
+  // (figures: docs/placement-quality.md#the-troupe-policys-constants).
   static constexpr double kCpuBoundLoad = 1.06;
 
  private:

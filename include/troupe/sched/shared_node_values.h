@@ -18,6 +18,7 @@
 #include "troupe/model/node.h"
 #include "troupe/sched/pod_request.h"
 #include "troupe/sched/policy.h"
+#include "troupe/sched/policy_hooks.h"
 
 namespace troupe::sched {
 
@@ -50,9 +51,10 @@ class SharedNodeValues {
   void grow();
 
   const Policy& policy_;
+  const PolicyHooks& hooks_;  // hooksOf(policy_)
   const GpuRequest& req_;
   const ScoreContext& context_;
-  const bool shareable_;                                       // Policy::sharesNodeValues
+  const bool shareable_;                                       // PolicyHooks::sharesNodeValues
   std::vector<int64_t> cpu_thresholds_;                        // the mix's CPU requests, sorted, distinct
   bool products_matter_ = false;                               // some typical request lists GPU models
   std::vector<std::pair<std::string_view, uint64_t>> access_;  // product -> id in distinct_access_

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "troupe/common/strings.h"
+#include "troupe/model/pod_contract.h"
 
 namespace troupe::adapters {
 namespace {

@@ -7,6 +7,7 @@
 
 #include "adapters/http/json_scanner.h"
 #include "troupe/common/strings.h"
+#include "troupe/model/pod_contract.h"
 
 namespace troupe::http {
 

@@ -5,6 +5,8 @@
 #include <future>
 #include <nlohmann/json.hpp>
 
+#include "troupe/model/pod_contract.h"
+
 namespace troupe::kube {
 namespace {
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "troupe/common/quantity.h"
+#include "troupe/model/pod_contract.h"
 
 namespace troupe::kube {
 namespace {

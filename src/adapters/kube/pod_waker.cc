@@ -10,7 +10,8 @@
 namespace troupe::kube {
 
 std::string wakePatch(const std::string& uid, const std::string& stamp) {
-  const nlohmann::json patch = {{"metadata", {{"uid", uid}, {"annotations", {{kWakeAnnotation, stamp}}}}}};
+  const nlohmann::json patch = {
+      {"metadata", {{"uid", uid}, {"annotations", {{contract::kWakeAnnotation, stamp}}}}}};
   return patch.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -22,11 +22,10 @@
 #include "adapters/common/logger.h"
 #include "adapters/kube/api_client.h"
 #include "adapters/kube/stop_signal.h"
+#include "troupe/model/pod_contract.h"
 #include "troupe/sched/wake_planner.h"
 
 namespace troupe::kube {
-
-inline constexpr const char* kWakeAnnotation = "troupe.dev/wake";
 
 struct PodWakeOptions {
   bool enabled = true;

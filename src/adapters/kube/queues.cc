@@ -1,6 +1,7 @@
 #include "adapters/kube/queues.h"
 
 #include "adapters/common/gpu_amount.h"
+#include "troupe/model/pod_contract.h"
 
 namespace troupe::kube {
 namespace {

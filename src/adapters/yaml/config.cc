@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "adapters/common/gpu_amount.h"
+#include "troupe/model/pod_contract.h"
 #include "troupe/sched/gang.h"
 #include "troupe/sched/gpu_amount.h"
 #include "troupe/sched/policy_registry.h"

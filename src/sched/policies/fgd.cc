@@ -3,12 +3,13 @@
 // typical pods (fragmentation.h).
 #include "troupe/model/gpu_selection.h"
 #include "troupe/sched/node_scoring.h"
+#include "troupe/sched/policy_hooks.h"
 #include "troupe/sched/policy_registry.h"
 
 namespace troupe::sched {
 namespace {
 
-class FgdPolicy final : public Policy {
+class FgdPolicy final : public Policy, public PolicyHooks {
  public:
   std::string_view name() const override { return "fgd"; }
   bool sharesNodeValues() const override { return true; }

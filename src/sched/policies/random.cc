@@ -2,6 +2,7 @@
 // from its seeded stream (drawsNode). Live there is no random stream: a node ranks by a hash of
 // its name and load, which varies across nodes and pods without hidden state.
 #include "troupe/sched/node_scoring.h"
+#include "troupe/sched/policy_hooks.h"
 #include "troupe/sched/policy_registry.h"
 
 namespace troupe::sched {
@@ -12,7 +13,7 @@ uint64_t mixHash(uint64_t h, uint64_t v) {
   return h * 0xBF58476D1CE4E5B9ULL;
 }
 
-class RandomPolicy final : public Policy {
+class RandomPolicy final : public Policy, public PolicyHooks {
  public:
   std::string_view name() const override { return "random"; }
   bool drawsNode() const override { return true; }
