@@ -184,11 +184,8 @@ int usage(const std::string& message) {
   return 2;
 }
 
-}  // namespace
-
-int serveCommand(const std::vector<std::string>& args) {
-  limitMallocArenas();  // before any thread allocates
-  ServeFlags flags;
+// Reads the flags into `flags`; an exit code when serve stops here (--help, or a usage error).
+std::optional<int> parseFlags(const std::vector<std::string>& args, ServeFlags& flags) {
   const std::map<std::string, std::optional<std::string>*> valued = {
       {"--listen", &flags.listen},
       {"--metrics-listen", &flags.metrics_listen},
@@ -242,8 +239,12 @@ int serveCommand(const std::vector<std::string>& args) {
     }
     *it->second = value;
   }
+  return std::nullopt;
+}
 
-  config::ServeConfig cfg;
+// The defaults, then --config, then the flags that override it; an exit code when serve stops
+// here (an error, or --print-config).
+std::optional<int> loadConfig(const ServeFlags& flags, config::ServeConfig& cfg) {
   if (flags.config) {
     Result<config::ServeConfig> loaded = config::loadServeConfig(*flags.config);
     if (!loaded.isOk()) return usage(loaded.status().message());
@@ -266,116 +267,150 @@ int serveCommand(const std::vector<std::string>& args) {
     std::cout << config::formatServeConfig(cfg);
     return 0;
   }
+  return std::nullopt;
+}
+
+// The log level, where serve listens, and with what certificate.
+struct Listeners {
   adapters::LogLevel level = adapters::LogLevel::kInfo;
-  if (!adapters::parseLogLevel(cfg.log_level, &level)) {
+  std::pair<std::string, int> address;
+  std::optional<std::pair<std::string, int>> metrics_address;
+  std::optional<http::TlsFiles> tls;
+};
+
+std::optional<int> resolveListeners(const ServeFlags& flags, const config::ServeConfig& cfg, Listeners& out) {
+  if (!adapters::parseLogLevel(cfg.log_level, &out.level)) {
     return usage("--log-level \"" + cfg.log_level + "\" must be debug, info, warn or error");
   }
   Result<std::pair<std::string, int>> address = http::parseListenAddress(cfg.listen);
   if (!address.isOk()) return usage(address.status().message());
-  std::optional<std::pair<std::string, int>> metrics_address;
+  out.address = address.value();
   if (flags.metrics_listen) {
     Result<std::pair<std::string, int>> a =
         http::parseListenAddress(*flags.metrics_listen, "--metrics-listen");
     if (!a.isOk()) return usage(a.status().message());
-    if (a.value() == address.value()) {
+    if (a.value() == out.address) {
       return usage("--metrics-listen " + *flags.metrics_listen +
                    " is the --listen address; choose another port");
     }
-    metrics_address = a.value();
+    out.metrics_address = a.value();
   }
-
-  std::optional<http::TlsFiles> tls;
   if (flags.tls_cert || flags.tls_key || flags.client_ca) {
     if (!flags.tls_cert || !flags.tls_key) {
       return usage("HTTPS needs both --tls-cert and --tls-key" +
                    std::string(flags.client_ca ? " (--client-ca alone is not enough)" : ""));
     }
-    tls = http::TlsFiles{*flags.tls_cert, *flags.tls_key, flags.client_ca.value_or("")};
+    out.tls = http::TlsFiles{*flags.tls_cert, *flags.tls_key, flags.client_ca.value_or("")};
   }
+  return std::nullopt;
+}
 
-  // Where the cluster comes from: --cluster (standalone), --kubeconfig, or the pod's service
-  // account when running in a cluster.
+// The Kubernetes API, when serve watches a cluster.
+struct KubeAccess {
+  std::optional<kube::ClusterEndpoint> endpoint;
+  std::vector<std::string> warnings;  // about the connection's security, logged once the logger is up
+  std::optional<kube::LeaseRef> leader_lease;
+  std::unique_ptr<kube::ApiClient> api;
+};
+
+// Where the cluster comes from: --cluster (standalone), --kubeconfig, or the pod's service
+// account when running in a cluster.
+std::optional<int> resolveKube(const ServeFlags& flags, KubeAccess& out) {
   if (flags.cluster && flags.kubeconfig) {
     return usage("--cluster (standalone) and --kubeconfig (watch the cluster) exclude each other");
   }
-  std::optional<kube::ClusterEndpoint> endpoint;
   if (flags.kubeconfig) {
     Result<kube::ClusterEndpoint> ep =
         kube::loadKubeconfig(*flags.kubeconfig, flags.kube_context.value_or(""));
     if (!ep.isOk()) return usage(ep.status().message());
-    endpoint = ep.value();
+    out.endpoint = ep.value();
   } else if (flags.kube_context) {
     return usage("--kube-context needs --kubeconfig");
   } else if (!flags.cluster) {
     if (std::optional<kube::InClusterEnv> env = kube::detectInCluster()) {
       Result<kube::ClusterEndpoint> ep = kube::inClusterEndpoint(*env);
       if (!ep.isOk()) return usage(ep.status().message());
-      endpoint = ep.value();
+      out.endpoint = ep.value();
     }
   }
-  std::vector<std::string> endpoint_warnings;
-  if (endpoint) {
+  if (out.endpoint) {
     Result<std::vector<std::string>> checked =
-        kube::checkEndpointSecurity(*endpoint, flags.allow_insecure_api_server);
+        kube::checkEndpointSecurity(*out.endpoint, flags.allow_insecure_api_server);
     if (!checked.isOk()) return usage(checked.status().message());
-    endpoint_warnings = checked.value();
+    out.warnings = checked.value();
   } else if (flags.allow_insecure_api_server) {
     return usage("--allow-insecure-api-server needs the Kubernetes API (--kubeconfig, or in a pod)");
   }
-  std::optional<kube::LeaseRef> leader_lease;
   if (flags.leader_lease) {
-    if (!endpoint) return usage("--leader-lease needs the Kubernetes API (--kubeconfig, or in a pod)");
+    if (!out.endpoint) return usage("--leader-lease needs the Kubernetes API (--kubeconfig, or in a pod)");
     Result<kube::LeaseRef> lease = kube::parseLeaseRef(*flags.leader_lease);
     if (!lease.isOk()) return usage("--leader-lease " + lease.status().message());
-    leader_lease = lease.value();
+    out.leader_lease = lease.value();
   }
-  std::unique_ptr<kube::ApiClient> api;
-  if (endpoint) {
+  if (out.endpoint) {
     kube::ApiClientOptions api_options;
     api_options.user_agent = std::string("troupe/") + TROUPE_VERSION;
-    Result<std::unique_ptr<kube::ApiClient>> client = kube::ApiClient::create(*endpoint, api_options);
+    Result<std::unique_ptr<kube::ApiClient>> client = kube::ApiClient::create(*out.endpoint, api_options);
     if (!client.isOk()) return usage(client.status().message());
-    api = std::move(client).value();
+    out.api = std::move(client).value();
   }
+  return std::nullopt;
+}
 
-  adapters::Logger logger(std::cerr, level);
-  for (const std::string& w : endpoint_warnings)
-    logger.warn("insecure API server connection", {{"warning", w}});
-  sched::SchedulerConfig sched_config;
-  // Request bodies change node facts only when nothing else provides them (learn mode).
-  sched_config.learning.enabled = !flags.cluster && !endpoint;
-  sched_config.learning.max_nodes = cfg.learned_max_nodes;
-  sched_config.learning.ttl = std::chrono::seconds(cfg.learned_ttl_seconds);
+// The core's configuration from the file's sections. Request bodies change node facts only
+// when nothing else provides them (`learn`: neither --cluster nor the API).
+Result<sched::SchedulerConfig> schedulerConfig(const config::ServeConfig& cfg, bool learn) {
+  sched::SchedulerConfig sc;
+  sc.learning.enabled = learn;
+  sc.learning.max_nodes = cfg.learned_max_nodes;
+  sc.learning.ttl = std::chrono::seconds(cfg.learned_ttl_seconds);
   Result<sched::PolicyPtr> policy = sched::builtinPolicies().create(cfg.policy);
-  if (!policy.isOk()) return usage("policy.name: " + policy.status().message());
-  sched_config.policy = std::move(policy).value();
-  sched_config.narrow_to_best = cfg.narrow_to_best;
-  sched_config.topology_levels = cfg.topology_levels;
-  sched_config.gang_timeout = cfg.gang_timeout;
-  sched_config.gang_max_timeout = cfg.gang_max_timeout;
-  sched_config.max_gangs = cfg.max_gangs;
-  sched_config.queue_min_runtime = cfg.queues.min_runtime;
-  sched_config.reclaim = cfg.queues.reclaim;
-  sched_config.reclaim_timeout = cfg.queues.reclaim_timeout;
-  sched::Scheduler scheduler(sched_config);
-  // The file's queues, in every mode (checked when the file was read); in Kubernetes mode the
-  // Queue objects replace them once listed.
-  scheduler.setQueues(sched::QueueTree::build(cfg.queues.definitions, cfg.queues.default_queue));
-  if (flags.cluster) {
-    Result<std::vector<model::NodeFacts>> nodes = config::loadCluster(*flags.cluster);
-    if (!nodes.isOk()) return usage(nodes.status().message());
-    for (const model::NodeFacts& n : nodes.value()) {
-      if (Status s = scheduler.upsertNode(n); !s.isOk()) return usage(*flags.cluster + ": " + s.message());
-    }
-  }
+  if (!policy.isOk()) return invalidArgument("policy.name: " + policy.status().message());
+  sc.policy = std::move(policy).value();
+  sc.narrow_to_best = cfg.narrow_to_best;
+  sc.topology_levels = cfg.topology_levels;
+  sc.gang_timeout = cfg.gang_timeout;
+  sc.gang_max_timeout = cfg.gang_max_timeout;
+  sc.max_gangs = cfg.max_gangs;
+  sc.queue_min_runtime = cfg.queues.min_runtime;
+  sc.reclaim = cfg.queues.reclaim;
+  sc.reclaim_timeout = cfg.queues.reclaim_timeout;
+  return sc;
+}
 
-  // Block the stop signals before any thread starts, so only sigwait below sees them.
+// The kube adapter's options from the file's sections and the flags.
+kube::KubeOptions kubeOptions(const config::ServeConfig& cfg,
+                              const std::optional<kube::LeaseRef>& leader_lease,
+                              const adapters::InternalErrors& internal_errors) {
+  kube::KubeOptions o;
+  o.internal_errors = internal_errors;
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0) o.events.instance = host;
+  o.binder.scheduler_names = cfg.scheduler_names;
+  o.binder.workers = cfg.bind_workers;
+  o.dra.gpu_drivers = cfg.dra_gpu_drivers;
+  o.dra.gpu_device_classes = cfg.dra_gpu_device_classes;
+  o.queues.default_queue = cfg.queues.default_queue;
+  o.queues.leader_lease = leader_lease;
+  o.defrag = cfg.defrag;  // one struct (adapters/common/defrag_options.h)
+  return o;
+}
+
+// Blocks SIGINT and SIGTERM before any thread starts, so only sigwait sees them.
+sigset_t blockStopSignals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  return stop_signals;
+}
 
+// Serves until SIGINT or SIGTERM: the HTTP servers, the core's ticker and, with the API, the
+// kube runtime.
+int serve(const ServeFlags& flags, const config::ServeConfig& cfg, const Listeners& listen, KubeAccess& kube,
+          sched::Scheduler& scheduler, adapters::Logger& logger) {
+  const sigset_t stop_signals = blockStopSignals();
   metrics::Metrics metrics(TROUPE_VERSION, cfg.per_node_series);
   // Exceptions caught on Troupe's own threads (and by the HTTP handlers) are counted here.
   const adapters::InternalErrors internal_errors(
@@ -386,24 +421,9 @@ int serveCommand(const std::vector<std::string>& args) {
   options.internal_errors = internal_errors;
   http::ExtenderHandler handler(options, scheduler, metrics, logger);
   std::unique_ptr<kube::KubeRuntime> cluster;
-  if (api) {
-    kube::KubeOptions kube_options;
-    kube_options.internal_errors = internal_errors;
-    char host[256] = {};
-    if (gethostname(host, sizeof host - 1) == 0) kube_options.events.instance = host;
-    kube_options.binder.scheduler_names = cfg.scheduler_names;
-    kube_options.binder.workers = cfg.bind_workers;
-    kube_options.dra.gpu_drivers = cfg.dra_gpu_drivers;
-    kube_options.dra.gpu_device_classes = cfg.dra_gpu_device_classes;
-    kube_options.queues.default_queue = cfg.queues.default_queue;
-    kube_options.queues.leader_lease = leader_lease;
-    kube_options.defrag.enabled = cfg.defrag.enabled;
-    kube_options.defrag.interval = cfg.defrag.interval;
-    kube_options.defrag.min_gpus = cfg.defrag.min_gpus;
-    kube_options.defrag.min_pending = cfg.defrag.min_pending;
-    kube_options.defrag.max_moves = cfg.defrag.max_moves;
-    kube_options.defrag.evict = cfg.defrag.evict;
-    cluster = std::make_unique<kube::KubeRuntime>(*api, scheduler, logger, kube_options, &metrics);
+  if (kube.api) {
+    cluster = std::make_unique<kube::KubeRuntime>(
+        *kube.api, scheduler, logger, kubeOptions(cfg, kube.leader_lease, internal_errors), &metrics);
     handler.setReady(false);  // until the first full sync of nodes and pods
     handler.setBinder(&cluster->binder());
     handler.setPodGroups(cluster->podGroupLookup(),
@@ -414,23 +434,23 @@ int serveCommand(const std::vector<std::string>& args) {
   http::ServerOptions server_options;
   server_options.limits = serverLimits(cfg.limits);
   server_options.limits.max_connections =
-      fitOpenFiles(cfg.limits.max_connections, metrics_address ? 2 : 1, logger);
-  server_options.tls = tls;
+      fitOpenFiles(cfg.limits.max_connections, listen.metrics_address ? 2 : 1, logger);
+  server_options.tls = listen.tls;
   server_options.events = metrics.connectionEvents("verbs");
-  http::ExtenderServer server(address.value().first, address.value().second, handler, logger, server_options);
+  http::ExtenderServer server(listen.address.first, listen.address.second, handler, logger, server_options);
   if (Status s = server.start(); !s.isOk()) {
     logger.error("cannot start", {{"error", s.message()}});
     return 1;
   }
   std::unique_ptr<http::ExtenderServer> metrics_server;
-  if (metrics_address) {
+  if (listen.metrics_address) {
     http::ServerOptions probes;
     probes.limits = server_options.limits;
     probes.events = metrics.connectionEvents("metrics");
     probes.endpoints = http::Endpoints::kProbesOnly;
     probes.flag = "--metrics-listen";
-    metrics_server = std::make_unique<http::ExtenderServer>(metrics_address->first, metrics_address->second,
-                                                            handler, logger, probes);
+    metrics_server = std::make_unique<http::ExtenderServer>(
+        listen.metrics_address->first, listen.metrics_address->second, handler, logger, probes);
     if (Status s = metrics_server->start(); !s.isOk()) {
       logger.error("cannot start", {{"error", s.message()}});
       return 1;
@@ -447,7 +467,7 @@ int serveCommand(const std::vector<std::string>& args) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
-  const std::string mode = endpoint        ? "kubernetes: " + endpoint->source
+  const std::string mode = kube.endpoint   ? "kubernetes: " + kube.endpoint->source
                            : flags.cluster ? "standalone (--cluster)"
                                            : "learn nodes from requests";
   logger.info("serving", {{"url", server.url()},
@@ -457,7 +477,7 @@ int serveCommand(const std::vector<std::string>& args) {
                           {"narrowTo", cfg.narrow_to_best ? "best" : "all"},
                           {"perNodeMetrics", cfg.per_node_series.modeName()},
                           {"mode", mode},
-                          {"schedulerNames", endpoint ? schedulerList(cfg.scheduler_names) : "-"},
+                          {"schedulerNames", kube.endpoint ? schedulerList(cfg.scheduler_names) : "-"},
                           {"queues", std::to_string(cfg.queues.definitions.size())},
                           {"leaderLease", flags.leader_lease.value_or("-")}});
   if (cluster) cluster->start([&handler] { handler.setReady(true); });
@@ -472,6 +492,37 @@ int serveCommand(const std::vector<std::string>& args) {
   stopping.store(true);
   ticker.join();
   return 0;
+}
+
+}  // namespace
+
+int serveCommand(const std::vector<std::string>& args) {
+  limitMallocArenas();  // before any thread allocates
+  ServeFlags flags;
+  if (std::optional<int> exit = parseFlags(args, flags)) return *exit;
+  config::ServeConfig cfg;
+  if (std::optional<int> exit = loadConfig(flags, cfg)) return *exit;
+  Listeners listen;
+  if (std::optional<int> exit = resolveListeners(flags, cfg, listen)) return *exit;
+  KubeAccess kube;
+  if (std::optional<int> exit = resolveKube(flags, kube)) return *exit;
+
+  adapters::Logger logger(std::cerr, listen.level);
+  for (const std::string& w : kube.warnings) logger.warn("insecure API server connection", {{"warning", w}});
+  Result<sched::SchedulerConfig> sched_config = schedulerConfig(cfg, !flags.cluster && !kube.endpoint);
+  if (!sched_config.isOk()) return usage(sched_config.status().message());
+  sched::Scheduler scheduler(std::move(sched_config).value());
+  // The file's queues, in every mode (checked when the file was read); in Kubernetes mode the
+  // Queue objects replace them once listed.
+  scheduler.setQueues(sched::QueueTree::build(cfg.queues.definitions, cfg.queues.default_queue));
+  if (flags.cluster) {
+    Result<std::vector<model::NodeFacts>> nodes = config::loadCluster(*flags.cluster);
+    if (!nodes.isOk()) return usage(nodes.status().message());
+    for (const model::NodeFacts& n : nodes.value()) {
+      if (Status s = scheduler.upsertNode(n); !s.isOk()) return usage(*flags.cluster + ": " + s.message());
+    }
+  }
+  return serve(flags, cfg, listen, kube, scheduler, logger);
 }
 
 }  // namespace troupe::app

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <bit>
 
-#include "adapters/kube/dra_objects.h"
 #include "troupe/model/gpu_selection.h"
 
 namespace troupe::kube {
@@ -39,32 +38,21 @@ uint64_t digestOf(const model::NodeFacts& f) {
   return h;
 }
 
-std::string uidOf(const Json& object) {
-  auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return {};
-  auto uid = meta->find("uid");
-  return uid != meta->end() && uid->is_string() ? uid->get<std::string>() : std::string();
-}
-
-std::string nameOf(const Json& object) {
-  auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return {};
-  auto name = meta->find("name");
-  return name != meta->end() && name->is_string() ? name->get<std::string>() : std::string();
-}
-
-bool sameHolding(const model::Allocation& held, const model::Allocation& want) {
-  if (held.node != want.node || held.unknown_gpus != want.unknown_gpus || held.gang != want.gang)
-    return false;
-  if (!want.gpus.empty() && held.milli_per_gpu != want.milli_per_gpu) return false;
-  return model::indicesToMask(held.gpus) == model::indicesToMask(want.gpus) &&
-         held.gpus.size() == want.gpus.size();
-}
-
 }  // namespace
 
 ClusterSync::ClusterSync(sched::Scheduler& scheduler, adapters::Logger& logger, DraOptions dra)
-    : scheduler_(scheduler), logger_(logger), dra_options_(std::move(dra)), dra_(dra_options_.gpu_drivers) {}
+    : scheduler_(scheduler),
+      logger_(logger),
+      dra_(scheduler, logger, std::move(dra),
+           DraSync::Owner{mu_, [this](const std::string& node) { return draNodeLocked(node); },
+                          [this] {
+                            std::set<std::string> served;
+                            for (const auto& [name, rec] : nodes_) {
+                              if (rec.dra) served.insert(name);
+                            }
+                            return served;
+                          },
+                          [this](const std::set<std::string>& nodes) { reapplyNodesLocked(nodes); }}) {}
 
 void ClusterSync::onSynced(std::function<void()> callback) {
   std::lock_guard lock(mu_);
@@ -98,8 +86,8 @@ ClusterSync::Stats ClusterSync::stats() const {
   }
   s.conflicts = conflicts_;
   for (const auto& [name, rec] : nodes_) s.dra_nodes += rec.dra ? 1 : 0;
-  s.dra_holders = dra_applied_.size();
-  for (const auto& [holder, held] : dra_applied_) s.dra_gpus_held += held.gpus;
+  s.dra_holders = dra_.holdersLocked();
+  s.dra_gpus_held = dra_.gpusHeldLocked();
   return s;
 }
 
@@ -168,7 +156,7 @@ void ClusterSync::noteQueuedLocked(const PodView& pod) {
 
 void ClusterSync::applyPodLocked(const PodView& pod) {
   const std::string& uid = pod.facts.uid;
-  notePodForDraLocked(pod);
+  dra_.notePodLocked(pod, pod_generation_);
   if (!pod.bound() && !pod.terminating && !pod.finished && pod.gpus > 0) {
     pending_[uid] = PendingRecord{PendingPod{pod.facts.ns, pod.facts.name, pod.scheduler_name,
                                              sched::gangKeyOf(pod.facts), pod.created, pod.request},
@@ -216,7 +204,7 @@ void ClusterSync::applyPodLocked(const PodView& pod) {
   want.memory_bytes = pod.memory_bytes;
   want.generation = pod_generation_;
   if (pod.gpus > 0 && draNodeLocked(want.node)) {
-    // DRA chose its devices: the ledger records it (notePodForDraLocked above).
+    // DRA chose its devices: the ledger records it (notePodLocked above).
     want.dra = true;
     want.unknown = static_cast<int16_t>(pod.gpus);
     if (it != pods_.end()) {
@@ -332,10 +320,7 @@ void ClusterSync::forgetPodLocked(const std::string& uid) {
   }
   scheduler_.release(uid);
   scheduler_.forgetPod(uid);
-  dra_applied_.erase(uid);
-  claim_pods_.erase(uid);
-  // Gone for DRA too: a claim reserved for it holds nothing now (or counts for another pod).
-  if (dra_.removePod(uid)) syncDraLocked();
+  dra_.forgetPodLocked(uid);  // a claim reserved for it holds nothing now
 }
 
 void ClusterSync::beginPodList() {
@@ -360,11 +345,7 @@ void ClusterSync::endPodList() {
       scheduler_.forgetPod(it->first);
       it = pending_.erase(it);
     }
-    std::vector<std::string> gone_claim_pods;
-    for (const auto& [uid, generation] : claim_pods_) {
-      if (generation != pod_generation_) gone_claim_pods.push_back(uid);
-    }
-    for (const std::string& uid : gone_claim_pods) forgetPodLocked(uid);
+    for (const std::string& uid : dra_.podsNotListedLocked(pod_generation_)) forgetPodLocked(uid);
     if (!gone.empty()) {
       logger_.info("relist: pods gone while the watch was down", {{"released", std::to_string(gone.size())}});
     }
@@ -407,7 +388,7 @@ void ClusterSync::applyNodeLocked(const model::NodeFacts& raw) {
   // What the GPU DRA drivers' slices publish for it; used by the core only when the node has
   // no device-plugin GPUs (then DRA serves nvidia.com/gpu there).
   model::NodeFacts facts = raw;
-  const DraLedger::NodeDevices dra = dra_.nodeDevices(raw.name);
+  const DraLedger::NodeDevices dra = dra_.nodeDevicesLocked(raw.name);
   if (dra.devices > 0) {
     facts.dra_driver = dra.driver;
     facts.dra_devices = dra.devices;
@@ -458,7 +439,7 @@ void ClusterSync::applyNodeLocked(const model::NodeFacts& raw) {
 void ClusterSync::moveDraPodsLocked(const std::string& node, bool to_dra) {
   if (to_dra) {
     // Its GPU pods are counted by the ledger from now on; the core keeps what they held until
-    // the ledger's holding replaces it (syncDraLocked).
+    // the ledger's holding replaces it (DraSync::syncLocked).
     if (auto waiting = orphans_.find(node); waiting != orphans_.end()) orphans_.erase(waiting);
     for (auto& [uid, rec] : pods_) {
       if (rec.node != node || rec.dra) continue;
@@ -467,13 +448,13 @@ void ClusterSync::moveDraPodsLocked(const std::string& node, bool to_dra) {
       const int gpus = std::popcount(rec.mask) + rec.unknown;
       rec.mask = 0;
       rec.unknown = static_cast<int16_t>(gpus);
-      dra_.setPod(uid, DraPod{node, rec.key, rec.gang, gpus, {}});
+      dra_.takePodLocked(uid, DraPod{node, rec.key, rec.gang, gpus, {}});
     }
-    syncDraLocked();
+    dra_.syncLocked();
     return;
   }
   // Back to device-plugin GPUs: the ledger lets go first, then each pod is recorded as usual.
-  syncDraLocked();
+  dra_.syncLocked();
   for (auto& [uid, rec] : pods_) {
     if (rec.node != node || !rec.dra) continue;
     rec.dra = false;
@@ -483,9 +464,7 @@ void ClusterSync::moveDraPodsLocked(const std::string& node, bool to_dra) {
 
 void ClusterSync::unrecordNodeLocked(const std::string& node) {
   // The core dropped the node's allocations; its pods wait for it to come back.
-  for (auto it = dra_applied_.begin(); it != dra_applied_.end();) {
-    it = it->second.node == node ? dra_applied_.erase(it) : std::next(it);
-  }
+  dra_.forgetNodeLocked(node);
   for (auto& [uid, rec] : pods_) {
     if (rec.dra && rec.node == node) {
       rec.dra = false;  // counted the usual way until the node is back (and DRA-served again)
@@ -539,7 +518,7 @@ void ClusterSync::nodeEvent(WatchEventType type, const Json& object) {
   applyNode(facts.value());
 }
 
-// ---- DRA -----------------------------------------------------------------------------------
+// ---- DRA ---------------------------------------------------------------------------------
 
 bool ClusterSync::draNodeLocked(const std::string& node) const {
   auto it = nodes_.find(node);
@@ -551,181 +530,13 @@ bool ClusterSync::draServed(const std::string& node) const {
   return draNodeLocked(node);
 }
 
-int ClusterSync::claimGpus(const sched::PodFacts& pod) const {
-  std::lock_guard lock(mu_);
-  int gpus = 0;
-  for (const sched::PodClaim& c : pod.resource_claims) {
-    // A claim made from a template is named in the pod's status once the controller made it.
-    if (c.claim_name.empty()) return c.template_name.empty() ? gpus : -1;
-    const int n = dra_.requestedGpus(pod.ns, c.claim_name);
-    if (n < 0) return -1;
-    gpus += n;
-  }
-  return gpus;
-}
-
-void ClusterSync::notePodForDraLocked(const PodView& pod) {
-  const std::string& uid = pod.facts.uid;
-  std::vector<std::string> claims;
-  for (const sched::PodClaim& c : pod.facts.resource_claims) {
-    if (!c.claim_name.empty()) claims.push_back(c.claim_name);
-  }
-  if (!pod.facts.extended_resource_claim.empty()) claims.push_back(pod.facts.extended_resource_claim);
-  if (pod.finished) {
-    // Holds nothing any more, whatever its claims say.
-    claim_pods_.erase(uid);
-    if (dra_.removePod(uid)) syncDraLocked();
-    return;
-  }
-  // Pods with claims, and GPU pods bound to DRA-served nodes (their provisional count).
-  const bool on_dra = pod.bound() && draNodeLocked(pod.facts.node_name);
-  if (claims.empty() && !(on_dra && pod.holdsGpus())) {
-    if (dra_.knowsPod(uid)) {
-      dra_.setPod(uid, DraPod{});  // not a DRA pod (any more): holds nothing provisionally
-      claim_pods_.erase(uid);
-      syncDraLocked();
-    }
-    return;
-  }
-  claim_pods_[uid] = pod_generation_;
-  dra_.setPod(uid, DraPod{pod.bound() ? pod.facts.node_name : std::string(), pod.facts.key(),
-                          sched::gangKeyOf(pod.facts), pod.holdsGpus() ? pod.gpus : 0, std::move(claims)});
-  syncDraLocked();
-}
-
-void ClusterSync::syncDraLocked() {
-  if (slices_listing_ || claims_listing_) return;  // half a list is not the cluster
-  const std::map<std::string, DraLedger::Holding> want =
-      dra_.holdings([this](const std::string& node) { return draNodeLocked(node); });
-  std::vector<std::string> dropped;
-  for (const auto& [holder, held] : dra_applied_) {
-    if (!want.count(holder)) dropped.push_back(holder);
-  }
-  for (const std::string& holder : dropped) {
-    scheduler_.release(holder);
-    dra_applied_.erase(holder);
-  }
-  for (const auto& [holder, h] : want) {
-    auto it = dra_applied_.find(holder);
-    if (it != dra_applied_.end() && it->second.node == h.node && it->second.gpus == h.gpus) continue;
-    model::Allocation a;
-    a.pod_uid = holder;
-    a.pod_key = h.key;
-    a.node = h.node;
-    a.gang = h.gang;
-    a.unknown_gpus = h.gpus;
-    if (std::optional<model::Allocation> held = scheduler_.allocationOf(holder)) {
-      if (sameHolding(*held, a)) {
-        dra_applied_[holder] = DraApplied{h.node, h.gpus};  // e.g. Troupe's own reservation
-        continue;
-      }
-      scheduler_.release(holder);  // a provisional count, or a reservation, the claim replaces
-    }
-    dra_applied_.erase(holder);
-    Status s = scheduler_.recordAllocation(a);
-    if (s.isOk()) {
-      dra_applied_[holder] = DraApplied{h.node, h.gpus};
-      dra_refused_.erase(holder);
-    } else if (dra_refused_.insert(holder).second) {
-      logger_.warn(
-          "DRA holding not recorded (tried again on the next change)",
-          {{"holder", h.key}, {"node", h.node}, {"gpus", std::to_string(h.gpus)}, {"error", s.message()}});
-    }
-  }
-}
-
-void ClusterSync::applySlice(const std::string& name, const DraSliceFacts& slice) {
-  std::lock_guard lock(mu_);
-  std::set<std::string> nodes{dra_.sliceNode(name), slice.node};
-  dra_.setSlice(name, slice);
-  if (slices_listing_) return;
-  refreshDraNodesLocked(nodes);
-}
-
-void ClusterSync::deleteSlice(const std::string& name) {
-  std::lock_guard lock(mu_);
-  std::set<std::string> nodes{dra_.sliceNode(name)};
-  dra_.removeSlice(name);
-  if (slices_listing_) return;
-  refreshDraNodesLocked(nodes);
-}
-
-void ClusterSync::refreshDraNodesLocked(const std::set<std::string>& nodes) {
+void ClusterSync::reapplyNodesLocked(const std::set<std::string>& nodes) {
   for (const std::string& node : nodes) {
     auto it = nodes_.find(node);
     if (it == nodes_.end()) continue;  // applied with its slices' facts when it arrives
     const model::NodeFacts facts = it->second.facts;
     applyNodeLocked(facts);
   }
-  syncDraLocked();
-}
-
-void ClusterSync::applyClaim(const DraClaimFacts& claim) {
-  std::lock_guard lock(mu_);
-  dra_.setClaim(claim);
-  syncDraLocked();
-}
-
-void ClusterSync::deleteClaim(const std::string& uid) {
-  std::lock_guard lock(mu_);
-  dra_.removeClaim(uid);
-  syncDraLocked();
-}
-
-void ClusterSync::beginSliceList() {
-  std::lock_guard lock(mu_);
-  slices_listing_ = true;
-  dra_.clearSlices();
-}
-
-void ClusterSync::endSliceList() {
-  std::lock_guard lock(mu_);
-  slices_listing_ = false;
-  std::set<std::string> nodes;
-  for (const auto& [name, rec] : nodes_) {
-    if (rec.dra) nodes.insert(name);  // may have lost their slices
-  }
-  for (const std::string& node : dra_.nodes()) nodes.insert(node);
-  refreshDraNodesLocked(nodes);
-}
-
-void ClusterSync::sliceEvent(WatchEventType type, const Json& object) {
-  Result<std::pair<std::string, DraSliceFacts>> slice = decodeResourceSlice(object);
-  if (!slice.isOk()) {
-    logger_.warn("ResourceSlice skipped", {{"slice", nameOf(object)}, {"error", slice.status().message()}});
-    return;
-  }
-  if (type == WatchEventType::kDeleted) {
-    deleteSlice(slice.value().first);
-  } else {
-    applySlice(slice.value().first, slice.value().second);
-  }
-}
-
-void ClusterSync::beginClaimList() {
-  std::lock_guard lock(mu_);
-  claims_listing_ = true;
-  dra_.clearClaims();
-}
-
-void ClusterSync::endClaimList() {
-  std::lock_guard lock(mu_);
-  claims_listing_ = false;
-  syncDraLocked();
-}
-
-void ClusterSync::claimEvent(WatchEventType type, const Json& object) {
-  if (type == WatchEventType::kDeleted) {
-    const std::string uid = uidOf(object);
-    if (!uid.empty()) deleteClaim(uid);
-    return;
-  }
-  Result<DraClaimFacts> claim = decodeResourceClaim(object, dra_options_.gpu_device_classes);
-  if (!claim.isOk()) {
-    logger_.warn("ResourceClaim skipped", {{"claim", nameOf(object)}, {"error", claim.status().message()}});
-    return;
-  }
-  applyClaim(claim.value());
 }
 
 }  // namespace troupe::kube

@@ -26,11 +26,8 @@
 //   - the request mix: every bound pod (CPU-only ones and those other schedulers placed
 //     included) is passed to Scheduler::noteWatchedDemand, which counts each pod on a GPU node
 //     once in the mix the troupe policy scores against, unless its filter already did;
-//   - DRA (docs/dra.md): ResourceSlices of the GPU drivers make a node without device-plugin
-//     GPUs DRA-served (its GPU count, product and memory come from the slices); there every
-//     holding is a count whose devices DRA chose, kept by the DraLedger from allocated
-//     ResourceClaims (attributed to the pods in reservedFor) and, until a pod's claim is seen,
-//     the pod's own request (provisional). Such pods never go through the per-index path.
+//   - DRA (docs/dra.md): on a node DRA serves, what pods hold is the DraSync's business
+//     (dra_sync.h): they never go through the per-index path.
 // Applying the same state twice is a no-op, so the watch's echo of Troupe's own binding, a
 // relist and a binder's confirmation never double-count.
 //
@@ -57,18 +54,12 @@
 #include <vector>
 
 #include "adapters/common/logger.h"
-#include "adapters/kube/dra_ledger.h"
+#include "adapters/kube/dra_sync.h"
 #include "adapters/kube/kube_objects.h"
 #include "adapters/kube/watch_handler.h"
 #include "troupe/sched/scheduler.h"
 
 namespace troupe::kube {
-
-// Which drivers and device classes are GPUs to the DRA accounting.
-struct DraOptions {
-  std::vector<std::string> gpu_drivers{model::kDefaultDraGpuDriver};
-  std::vector<std::string> gpu_device_classes{model::kDefaultDraGpuDriver};
-};
 
 class ClusterSync {
  public:
@@ -78,18 +69,12 @@ class ClusterSync {
 
   WatchHandler& nodeHandler() { return node_handler_; }
   WatchHandler& podHandler() { return pod_handler_; }
-  WatchHandler& sliceHandler() { return slice_handler_; }
-  WatchHandler& claimHandler() { return claim_handler_; }
-  const DraOptions& draOptions() const { return dra_options_; }
-
-  // DRA objects as the API shows them now (also for tests).
-  void applySlice(const std::string& name, const DraSliceFacts& slice);
-  void deleteSlice(const std::string& name);
-  void applyClaim(const DraClaimFacts& claim);
-  void deleteClaim(const std::string& uid);
-  // The GPUs the pod's ResourceClaims ask of the GPU device classes, from the claims watched;
-  // -1 when a claim it names is not known (yet).
-  int claimGpus(const sched::PodFacts& pod) const;
+  // The DRA half: the ResourceSlice and ResourceClaim watches and what they hold.
+  DraSync& dra() { return dra_; }
+  WatchHandler& sliceHandler() { return dra_.sliceHandler(); }
+  WatchHandler& claimHandler() { return dra_.claimHandler(); }
+  // DraSync::claimGpus: what the pod's ResourceClaims ask of the GPU device classes, -1 unknown.
+  int claimGpus(const sched::PodFacts& pod) const { return dra_.claimGpus(pod); }
   // Whether DRA chooses the devices on the node.
   bool draServed(const std::string& node) const;
 
@@ -180,21 +165,12 @@ class ClusterSync {
   void applyNodeLocked(const model::NodeFacts& facts);
   void unrecordNodeLocked(const std::string& node);
   void maybeSynced();
-  // DRA: the slice and claim watches, and the holdings the ledger wants recorded in the core.
-  void beginSliceList();
-  void endSliceList();
-  void sliceEvent(WatchEventType type, const Json& object);
-  void beginClaimList();
-  void endClaimList();
-  void claimEvent(WatchEventType type, const Json& object);
   bool draNodeLocked(const std::string& node) const;
-  // Re-applies the nodes whose slices changed, moving their pods between the two paths.
-  void refreshDraNodesLocked(const std::set<std::string>& nodes);
-  // Records what the ledger says DRA-served nodes hold (only what changed).
-  void syncDraLocked();
+  // Applies the known ones of `nodes` again (their slices changed), moving their pods between
+  // the two paths.
+  void reapplyNodesLocked(const std::set<std::string>& nodes);
   // The node's DRA-ness changed (or it arrived DRA-served): its GPU pods change path.
   void moveDraPodsLocked(const std::string& node, bool to_dra);
-  void notePodForDraLocked(const PodView& pod);
   // The pod in its queue's accounting (pending or holding GPUs); caller holds mu_.
   void noteQueuedLocked(const PodView& pod);
 
@@ -202,27 +178,13 @@ class ClusterSync {
   adapters::Logger& logger_;
   Feed node_handler_{*this, &ClusterSync::beginNodeList, &ClusterSync::endNodeList, &ClusterSync::nodeEvent};
   Feed pod_handler_{*this, &ClusterSync::beginPodList, &ClusterSync::endPodList, &ClusterSync::podEvent};
-  Feed slice_handler_{*this, &ClusterSync::beginSliceList, &ClusterSync::endSliceList,
-                      &ClusterSync::sliceEvent};
-  Feed claim_handler_{*this, &ClusterSync::beginClaimList, &ClusterSync::endClaimList,
-                      &ClusterSync::claimEvent};
-  const DraOptions dra_options_;
 
   mutable std::mutex mu_;                                              // guards everything below
   std::unordered_map<std::string, PodRecord> pods_;                    // uid -> bound GPU pod
   std::unordered_map<std::string, PendingRecord> pending_;             // uid -> unbound GPU pod
   std::unordered_map<std::string, std::vector<std::string>> orphans_;  // node -> pod uids waiting for it
   std::unordered_map<std::string, NodeRecord> nodes_;
-  DraLedger dra_;
-  struct DraApplied {
-    std::string node;
-    int gpus = 0;
-  };
-  std::map<std::string, DraApplied> dra_applied_;         // holder -> what the core holds for it
-  std::set<std::string> dra_refused_;                     // holders the core refused (logged once)
-  std::unordered_map<std::string, uint32_t> claim_pods_;  // uid -> generation: pods with claims
-  bool slices_listing_ = false;  // a list is under way: the ledger is partial, nothing is synced
-  bool claims_listing_ = false;
+  DraSync dra_;  // guarded by mu_ too
   uint32_t pod_generation_ = 0;
   uint32_t node_generation_ = 0;
   uint64_t conflicts_ = 0;

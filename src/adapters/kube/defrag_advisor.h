@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "adapters/common/defrag_options.h"
 #include "adapters/common/kube_metrics.h"
 #include "adapters/common/logger.h"
 #include "adapters/kube/api_client.h"
@@ -31,15 +32,7 @@
 
 namespace troupe::kube {
 
-struct DefragOptions {
-  bool enabled = true;
-  std::chrono::milliseconds interval{std::chrono::seconds(30)};
-  int min_gpus = 4;
-  std::chrono::milliseconds min_pending{std::chrono::seconds(60)};
-  int max_moves = 4;
-  bool evict = false;
-  size_t max_asks = 32;  // pending pods (gangs) planned for per round, the longest waiting first
-};
+using DefragOptions = adapters::DefragOptions;  // the config file's defrag section
 
 // What the advisor reads: the unbound GPU pods (ClusterSync::pendingPods) and the core's planner.
 struct DefragCore {

@@ -107,6 +107,18 @@ Result<Json> parseKubeJson(std::string_view text) {
   return doc;
 }
 
+std::string uidOf(const Json& object) {
+  const Json* meta = member(object, "metadata");
+  const Json* uid = meta ? member(*meta, "uid") : nullptr;
+  return uid && uid->is_string() ? uid->get<std::string>() : std::string();
+}
+
+std::string nameOf(const Json& object) {
+  const Json* meta = member(object, "metadata");
+  const Json* name = meta ? member(*meta, "name") : nullptr;
+  return name && name->is_string() ? name->get<std::string>() : std::string();
+}
+
 std::string resourceVersionOf(const Json& object) {
   const Json* meta = member(object, "metadata");
   const Json* rv = meta ? member(*meta, "resourceVersion") : nullptr;

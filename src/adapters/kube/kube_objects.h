@@ -27,6 +27,9 @@ Result<Json> parseKubeJson(std::string_view text);
 
 // metadata.resourceVersion, "" when absent.
 std::string resourceVersionOf(const Json& object);
+// metadata.uid and metadata.name, "" when absent (a watch's DELETED event needs no more).
+std::string uidOf(const Json& object);
+std::string nameOf(const Json& object);
 
 // A pod as GPU accounting sees it.
 struct PodView {

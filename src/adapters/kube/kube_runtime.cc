@@ -1,7 +1,6 @@
 #include "adapters/kube/kube_runtime.h"
 
 #include <algorithm>
-#include <tuple>
 
 #include "adapters/kube/dra_objects.h"
 
@@ -47,28 +46,12 @@ KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, adapte
       native_groups_(api_, logger, options_.pod_groups, {}, PodGroupApi::kNative, &native_api_),
       group_status_(api_, logger, {}, std::chrono::seconds(2), &native_api_),
       binder_(api_, scheduler, sync_, &events_, logger, options_.binder),
-      leader_(api_, logger, options_.queues.leader_lease,
-              options_.queues.identity.empty() ? options_.events.instance : options_.queues.identity),
-      status_writer_(
-          api_, [this] { return scheduler_.queueStatuses(); }, logger,
-          [this] { return queue_sync_.queueObjects(); }),
-      reclaimer_(api_, ReclaimCore::of(scheduler), &events_, logger,
-                 [this](const std::string& key) { return waitingPods(key); }),
-      defrag_(api_,
-              DefragCore{[this] {
-                           // Only pods of Troupe's profiles: the others are not its to place.
-                           auto pods = sync_.pendingPods();
-                           const std::vector<std::string>& names = options_.binder.scheduler_names;
-                           std::erase_if(pods, [&](const auto& p) {
-                             return !names.empty() && std::find(names.begin(), names.end(),
-                                                                p.second.scheduler_name) == names.end();
-                           });
-                           return pods;
-                         },
-                         [this](const sched::DefragAsk& ask, std::set<std::string> pinned, int max_moves) {
-                           return scheduler_.adviseDefrag(ask, std::move(pinned), max_moves);
-                         }},
-              &events_, logger, options_.defrag, metrics),
+      active_(
+          ActiveReplica::Parts{api_, scheduler, sync_, queue_sync_, events_, group_status_, logger, metrics},
+          ActiveReplica::Options{
+              options_.queues, options_.defrag,
+              options_.queues.identity.empty() ? options_.events.instance : options_.queues.identity,
+              options_.binder.scheduler_names, options_.internal_errors}),
       waker_(
           api_, [this](sched::WakePlanner& planner) { return scheduler_.planWakes(planner); },
           [this](const std::string& uid) { return sync_.pendingPod(uid).has_value(); }, logger,
@@ -105,6 +88,25 @@ std::function<double()> KubeRuntime::makeUniform() {
   return [rng]() { return std::uniform_real_distribution<double>(0.0, 1.0)(*rng); };
 }
 
+WatchConfig KubeRuntime::watchConfig(std::string name, std::string path, std::string missing_hint) const {
+  WatchConfig config;
+  config.name = std::move(name);
+  config.path = std::move(path);
+  config.page_size = options_.page_size;
+  config.timeout_seconds = options_.watch_timeout_seconds;
+  config.missing_hint = std::move(missing_hint);
+  return config;
+}
+
+std::unique_ptr<Watcher> KubeRuntime::makeWatcher(WatchConfig config, WatchHandler& handler) {
+  return std::make_unique<Watcher>(api_, std::move(config), handler, logger_, makeUniform(), metrics_,
+                                   options_.internal_errors);
+}
+
+void KubeRuntime::startWatch(WatchConfig config, WatchHandler& handler) {
+  threads_.emplace_back([this, watcher = makeWatcher(std::move(config), handler)] { watcher->run(stop_); });
+}
+
 void KubeRuntime::start(std::function<void()> on_ready) {
   sync_.onSynced([this, on_ready = std::move(on_ready)] {
     const ClusterSync::Stats s = sync_.stats();
@@ -118,25 +120,11 @@ void KubeRuntime::start(std::function<void()> on_ready) {
   events_.start();
   binder_.start();
 
-  WatchConfig nodes;
-  nodes.name = "nodes";
-  nodes.path = "/api/v1/nodes";
-  nodes.page_size = options_.page_size;
-  nodes.timeout_seconds = options_.watch_timeout_seconds;
-  threads_.emplace_back([this, nodes, uniform = makeUniform()] {
-    Watcher w(api_, nodes, sync_.nodeHandler(), logger_, uniform, metrics_, options_.internal_errors);
-    w.run(stop_);
-  });
-
-  WatchConfig pods;
-  pods.name = "pods";
-  pods.path = "/api/v1/pods";
+  startWatch(watchConfig("nodes", "/api/v1/nodes"), sync_.nodeHandler());
+  WatchConfig pods = watchConfig("pods", "/api/v1/pods");
   // Finished pods hold nothing; a pod that finishes leaves the selection as a DELETED event.
   pods.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
-  pods.page_size = options_.page_size;
-  pods.timeout_seconds = options_.watch_timeout_seconds;
-  pod_watcher_ = std::make_unique<Watcher>(api_, pods, sync_.podHandler(), logger_, makeUniform(), metrics_,
-                                           options_.internal_errors);
+  pod_watcher_ = makeWatcher(std::move(pods), sync_.podHandler());
   threads_.emplace_back([this] {
     // Pods after nodes, so the first list finds every pod's node known.
     while (!sync_.nodesSynced() && !stop_.stopped()) stop_.sleepFor(std::chrono::milliseconds(20));
@@ -149,54 +137,16 @@ void KubeRuntime::start(std::function<void()> on_ready) {
   const char* dra_missing =
       "the resource.k8s.io/v1 API is not served (Kubernetes before 1.34, or DRA off): DRA support is off "
       "and every node counts its device-plugin nvidia.com/gpu; nothing to do unless you use DRA";
-  for (auto [name, path, handler] :
-       {std::tuple{"resourceslices", kResourceSlicesPath, &sync_.sliceHandler()},
-        std::tuple{"resourceclaims", kResourceClaimsPath, &sync_.claimHandler()}}) {
-    WatchConfig dra;
-    dra.name = name;
-    dra.path = path;
-    dra.page_size = options_.page_size;
-    dra.timeout_seconds = options_.watch_timeout_seconds;
-    dra.missing_hint = dra_missing;
-    threads_.emplace_back([this, dra, handler, uniform = makeUniform()] {
-      Watcher w(api_, dra, *handler, logger_, uniform, metrics_, options_.internal_errors);
-      w.run(stop_);
-    });
-  }
+  startWatch(watchConfig("resourceslices", kResourceSlicesPath, dra_missing), sync_.sliceHandler());
+  startWatch(watchConfig("resourceclaims", kResourceClaimsPath, dra_missing), sync_.claimHandler());
 
-  WatchConfig queues;
-  queues.name = "queues";
-  queues.path = kQueuesPath;
-  queues.page_size = options_.page_size;
-  queues.timeout_seconds = options_.watch_timeout_seconds;
-  queues.missing_hint =
-      "the Queue CRD (queues.troupe.dev) is not installed: install the chart's CRDs (or deploy/), or "
-      "ignore this if you use no Queues; the config file's queues apply meanwhile";
-  threads_.emplace_back([this, queues, uniform = makeUniform()] {
-    Watcher w(api_, queues, queue_sync_.queueHandler(), logger_, uniform, metrics_, options_.internal_errors);
-    w.run(stop_);
-  });
-  WatchConfig namespaces;
-  namespaces.name = "namespaces";
-  namespaces.path = "/api/v1/namespaces";
-  namespaces.page_size = options_.page_size;
-  namespaces.timeout_seconds = options_.watch_timeout_seconds;
-  threads_.emplace_back([this, namespaces, uniform = makeUniform()] {
-    Watcher w(api_, namespaces, queue_sync_.namespaceHandler(), logger_, uniform, metrics_,
-              options_.internal_errors);
-    w.run(stop_);
-  });
-  threads_.emplace_back([this] {
-    // Far in the past: the first round does everything.
-    std::chrono::steady_clock::time_point last_status{}, last_reclaim{}, last_lease{};
-    const auto tick = std::min({options_.queues.status_every, options_.queues.reclaim_every,
-                                options_.queues.lease_every, std::chrono::milliseconds(1000)});
-    while (stop_.sleepFor(tick)) {
-      adapters::guarded(logger_, options_.internal_errors, adapters::kWhereHousekeeping,
-                        "queue status and reclaim",
-                        [&] { queueRound(last_status, last_reclaim, last_lease); });
-    }
-  });
+  startWatch(
+      watchConfig("queues", kQueuesPath,
+                  "the Queue CRD (queues.troupe.dev) is not installed: install the chart's CRDs (or "
+                  "deploy/), or ignore this if you use no Queues; the config file's queues apply meanwhile"),
+      queue_sync_.queueHandler());
+  startWatch(watchConfig("namespaces", "/api/v1/namespaces"), queue_sync_.namespaceHandler());
+  threads_.emplace_back([this] { active_.run(stop_); });
 
   if (options_.wake.enabled) {
     threads_.emplace_back([this] { waker_.run(stop_); });
@@ -234,44 +184,6 @@ void KubeRuntime::housekeeping(std::chrono::steady_clock::time_point& last_stats
                                    {"unconfirmed_bindings", std::to_string(binder_.unconfirmedCount())},
                                    {"unwatched_bindings", std::to_string(binder_.unechoedCount())},
                                    {"events_posted", std::to_string(events_.posted())}});
-  }
-}
-
-std::vector<PodRef> KubeRuntime::waitingPods(const std::string& for_key) const {
-  std::vector<PodRef> out;
-  for (const auto& [uid, pod] : sync_.pendingFor(for_key, 64)) out.push_back(PodRef{pod.ns, pod.name, uid});
-  return out;
-}
-
-void KubeRuntime::queueRound(std::chrono::steady_clock::time_point& last_status,
-                             std::chrono::steady_clock::time_point& last_reclaim,
-                             std::chrono::steady_clock::time_point& last_lease) {
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last_lease >= options_.queues.lease_every) {
-    last_lease = now;
-    const bool was = leader_.active();
-    if (!leader_.refresh() && was) status_writer_.reset();
-  }
-  // PodGroup conditions (every tick, so that they follow the binds closely), like the
-  // queues' status only from the active replica.
-  if (leader_.active()) {
-    group_status_.flush();
-  } else {
-    group_status_.drop();
-  }
-  // Both wait for the first full sync: a half-listed cluster would look like idle queues.
-  if (!leader_.active() || !sync_.synced()) return;
-  if (now - last_reclaim >= options_.queues.reclaim_every) {
-    last_reclaim = now;
-    reclaimer_.runOnce();
-  }
-  if (now - last_status >= options_.queues.status_every) {
-    last_status = now;
-    status_writer_.writeOnce();
-  }
-  if (options_.defrag.enabled && now - last_defrag_ >= options_.defrag.interval) {
-    last_defrag_ = now;
-    defrag_.runOnce();
   }
 }
 

@@ -1,14 +1,15 @@
-// Troupe with a Kubernetes API: the Node and Pod watches feeding the scheduling core, the
-// Queue and Namespace watches feeding its queues (and, on the active replica only, the Queues'
-// status writer and the reclaimer, docs/queues.md; the defragmentation advisor, docs/defrag.md), the
-// binder kube-scheduler's bind verb uses, the event recorder (also for the core's gang
-// notices: GangPlanned, GangWaiting, GangTimedOut on member pods), the PodGroup readers (and,
-// on the active replica, the native PodGroups' PodGroupScheduled condition), and a
-// housekeeping thread that settles unconfirmed bindings and checks that the pod watch is alive
-// (a Binding Troupe made must show up on it; when it does not, the watch is ended and the pods
-// listed again). Readiness is reported once both watches have completed their first full list
-// (nodes first, then pods, so every pod finds its node). No thread it starts ends on an
-// exception: each is logged and counted as an internal error, and the loop goes on.
+// Troupe with a Kubernetes API; the kube adapter's composition root. It builds and starts the
+// Node and Pod watches feeding the scheduling core, the Queue and Namespace watches feeding its
+// queues, the DRA watches (docs/dra.md), the binder kube-scheduler's bind verb uses, the event
+// recorder (also for the core's gang notices: GangPlanned, GangWaiting, GangTimedOut on member
+// pods), the PodGroup readers, the active replica's loop (active_replica.h: the Lease, the
+// Queues' status, the reclaimer, the native PodGroups' PodGroupScheduled condition and the
+// defragmentation advisor), the pod waker, and a housekeeping thread that settles unconfirmed
+// bindings and checks that the pod watch is alive (a Binding Troupe made must show up on it;
+// when it does not, the watch is ended and the pods listed again). Readiness is reported once
+// both watches have completed their first full list (nodes first, then pods, so every pod
+// finds its node). No thread it starts ends on an exception: each is logged and counted as an
+// internal error, and the loop goes on.
 #pragma once
 
 #include <chrono>
@@ -19,36 +20,21 @@
 #include <vector>
 
 #include "adapters/common/logger.h"
+#include "adapters/kube/active_replica.h"
 #include "adapters/kube/api_client.h"
 #include "adapters/kube/binder.h"
 #include "adapters/kube/cluster_sync.h"
-#include "adapters/kube/defrag_advisor.h"
 #include "adapters/kube/events.h"
-#include "adapters/kube/leader_lease.h"
 #include "adapters/kube/metered_transport.h"
 #include "adapters/kube/pod_group_status.h"
 #include "adapters/kube/pod_groups.h"
 #include "adapters/kube/pod_waker.h"
-#include "adapters/kube/queue_status.h"
 #include "adapters/kube/queue_sync.h"
-#include "adapters/kube/reclaimer.h"
 #include "adapters/kube/stop_signal.h"
 #include "adapters/kube/watcher.h"
 #include "troupe/sched/scheduler.h"
 
 namespace troupe::kube {
-
-// Queues in Kubernetes mode.
-struct QueueOptions {
-  std::string default_queue = sched::kDefaultQueueName;  // queues.default of the config
-  // kube-scheduler's leader-election Lease (--leader-lease): only the replica whose host holds
-  // it writes status and reclaims. None: always active (one replica).
-  std::optional<LeaseRef> leader_lease;
-  std::string identity;  // this host's name; events.instance when empty
-  std::chrono::milliseconds status_every{5000};
-  std::chrono::milliseconds reclaim_every{2000};
-  std::chrono::milliseconds lease_every{2000};
-};
 
 struct KubeOptions {
   BinderOptions binder;
@@ -104,15 +90,15 @@ class KubeRuntime {
 
  private:
   std::function<double()> makeUniform();
+  // A watch of `path` with the runtime's page size and timeout; `missing_hint` is logged when
+  // the API does not serve it (an optional API or CRD).
+  WatchConfig watchConfig(std::string name, std::string path, std::string missing_hint = {}) const;
+  // A watcher feeding `handler`, with the runtime's metrics and error sink.
+  std::unique_ptr<Watcher> makeWatcher(WatchConfig config, WatchHandler& handler);
+  // Runs makeWatcher's watcher on a thread of its own until stop().
+  void startWatch(WatchConfig config, WatchHandler& handler);
   // One round of the housekeeping thread: settle bindings, check the pod watch, cache gauges.
   void housekeeping(std::chrono::steady_clock::time_point& last_stats);
-  // The queue loop: the leader check, then (active only) status writes and reclaims, each on
-  // its own period.
-  void queueRound(std::chrono::steady_clock::time_point& last_status,
-                  std::chrono::steady_clock::time_point& last_reclaim,
-                  std::chrono::steady_clock::time_point& last_lease);
-  // The pending pods a reclaim plan is for, for its Events.
-  std::vector<PodRef> waitingPods(const std::string& for_key) const;
 
   adapters::KubeMetrics* metrics_;
   std::unique_ptr<MeteredTransport> metered_;  // wraps the caller's transport when metrics are on
@@ -130,12 +116,8 @@ class KubeRuntime {
   PodGroupCache native_groups_;
   PodGroupStatusWriter group_status_;  // PodGroupScheduled, written by the queue thread
   Binder binder_;
-  LeaderCheck leader_;
-  QueueStatusWriter status_writer_;
-  Reclaimer reclaimer_;
-  DefragAdvisor defrag_;
+  ActiveReplica active_;  // the lease, and what only the active replica does
   PodWaker waker_;
-  std::chrono::steady_clock::time_point last_defrag_{};  // the queue thread's only
   std::unique_ptr<Watcher> pod_watcher_;  // reached by the housekeeping thread's liveness check
   StopSignal stop_;
   std::vector<std::thread> threads_;

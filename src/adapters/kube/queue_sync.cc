@@ -3,15 +3,6 @@
 #include <vector>
 
 namespace troupe::kube {
-namespace {
-
-std::string nameOf(const Json& object) {
-  const Json* meta = adapters::field(object, "metadata");
-  return adapters::textOf(meta ? adapters::field(*meta, "name") : nullptr);
-}
-
-}  // namespace
-
 QueueSink QueueSink::of(sched::Scheduler& scheduler) {
   return QueueSink{[&scheduler](sched::QueueTree tree) { scheduler.setQueues(std::move(tree)); },
                    [&scheduler](const std::string& ns, const std::string& queue) {

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -334,6 +335,215 @@ Status parseDefrag(const Where& w, const YAML::Node& d, DefragConfig* out) {
   return Status::ok();
 }
 
+// The top level's own keys: listen, maxBodyBytes, logLevel.
+Status parseServer(const Where& w, const YAML::Node& root, ServeConfig* out) {
+  if (root["listen"]) {
+    Result<std::string> v = scalar<std::string>(w, root["listen"], "listen", "HOST:PORT");
+    if (!v.isOk()) return v.status();
+    out->listen = v.value();
+  }
+  if (root["maxBodyBytes"]) {
+    Result<int64_t> v = scalar<int64_t>(w, root["maxBodyBytes"], "maxBodyBytes", "a number of bytes");
+    if (!v.isOk()) return v.status();
+    if (v.value() < 1024) return w.at(root["maxBodyBytes"], "maxBodyBytes", "must be at least 1024");
+    if (v.value() > (int64_t{1} << 30)) {
+      return w.at(root["maxBodyBytes"], "maxBodyBytes", "must be at most 1073741824 (1 GiB)");
+    }
+    out->max_body_bytes = static_cast<size_t>(v.value());
+  }
+  if (root["logLevel"]) {
+    Result<std::string> v =
+        scalar<std::string>(w, root["logLevel"], "logLevel", "debug, info, warn or error");
+    if (!v.isOk()) return v.status();
+    if (v.value() != "debug" && v.value() != "info" && v.value() != "warn" && v.value() != "error") {
+      return w.at(root["logLevel"], "logLevel", "must be debug, info, warn or error");
+    }
+    out->log_level = v.value();
+  }
+  return Status::ok();
+}
+
+Status parsePolicy(const Where& w, const YAML::Node& policy, sched::PolicyChoice* out) {
+  if (Status s = checkKeys(w, policy, "policy", {"name", "weights"}); !s.isOk()) return s;
+  if (policy["name"]) {
+    Result<std::string> v = scalar<std::string>(w, policy["name"], "policy.name", "a policy name");
+    if (!v.isOk()) return v.status();
+    // Made once here so that an unknown name is refused with the known ones listed.
+    Result<sched::PolicyPtr> made = sched::builtinPolicies().create(v.value());
+    if (!made.isOk()) return w.at(policy["name"], "policy.name", made.status().message());
+    out->name = v.value();
+  }
+  if (const YAML::Node weights = policy["weights"]) {
+    if (Status s =
+            checkKeys(w, weights, "policy.weights", {"pack", "topology", "domains", "balance", "scarcity"});
+        !s.isOk())
+      return s;
+    // The troupe policy's arguments (TroupeArgs); other policies take none.
+    sched::TroupeArgs& troupe = out->args.troupe;
+    for (auto [key, target] : {std::pair{"pack", &troupe.pack_weight},
+                               {"topology", &troupe.topology_weight},
+                               {"domains", &troupe.domain_weight},
+                               {"balance", &troupe.balance_weight},
+                               {"scarcity", &troupe.scarcity_weight}}) {
+      if (!weights[key]) continue;
+      Result<double> v =
+          scalar<double>(w, weights[key], std::string("policy.weights.") + key, "a number >= 0");
+      if (!v.isOk()) return v.status();
+      *target = v.value();
+    }
+    std::vector<std::string> errors = sched::validateTroupeArgs(troupe);
+    if (!errors.empty()) return w.at(weights, "policy.weights", errors.front());
+  }
+  return Status::ok();
+}
+
+Status parseFilter(const Where& w, const YAML::Node& filter, bool* narrow_to_best) {
+  if (Status st = checkKeys(w, filter, "filter", {"narrowTo"}); !st.isOk()) return st;
+  if (filter["narrowTo"]) {
+    Result<std::string> v = scalar<std::string>(w, filter["narrowTo"], "filter.narrowTo", "best or all");
+    if (!v.isOk()) return v.status();
+    Result<bool> narrow = parseNarrowTo(v.value());
+    if (!narrow.isOk()) return w.at(filter["narrowTo"], "filter.narrowTo", narrow.status().message());
+    *narrow_to_best = narrow.value();
+  }
+  return Status::ok();
+}
+
+Status parseTopology(const Where& w, const YAML::Node& topology, ServeConfig* out) {
+  if (Status s = checkKeys(w, topology, "topology", {"preset", "levels"}); !s.isOk()) return s;
+  if (const YAML::Node preset = topology["preset"]) {
+    Result<std::string> v = scalar<std::string>(w, preset, "topology.preset", "a preset name");
+    if (!v.isOk()) return v.status();
+    const model::TopologyPreset* p = model::findTopologyPreset(v.value());
+    if (!p) {
+      return w.at(preset, "topology.preset",
+                  "unknown preset \"" + v.value() + "\"; expected one of " + model::topologyPresetNames() +
+                      " (or list topology.levels yourself)");
+    }
+    out->topology_preset = p->name;
+    out->topology_levels = p->levels;  // explicit levels below replace these
+  }
+  if (const YAML::Node levels = topology["levels"]) {
+    if (!levels.IsSequence()) {
+      return w.at(levels, "topology.levels",
+                  "must be a list of node label keys, widest first, e.g. [topology.kubernetes.io/zone, "
+                  "troupe.dev/block, troupe.dev/rack]");
+    }
+    out->topology_levels.clear();
+    for (size_t i = 0; i < levels.size(); ++i) {
+      const std::string key = "topology.levels[" + std::to_string(i) + "]";
+      Result<std::string> v = scalar<std::string>(w, levels[i], key, "a node label key");
+      if (!v.isOk()) return v.status();
+      out->topology_levels.push_back(v.value());
+      std::vector<std::string> errors = model::validateTopologyLevels(out->topology_levels);
+      if (!errors.empty()) return w.at(levels[i], key, errors.front());
+    }
+  }
+  return Status::ok();
+}
+
+Status parseGang(const Where& w, const YAML::Node& gang, ServeConfig* out) {
+  if (Status s = checkKeys(w, gang, "gang", {"timeout", "maxTimeout", "maxGangs"}); !s.isOk()) return s;
+  for (auto [key, target] :
+       {std::pair{"timeout", &out->gang_timeout}, {"maxTimeout", &out->gang_max_timeout}}) {
+    if (!gang[key]) continue;
+    const std::string name = std::string("gang.") + key;
+    Result<std::string> v = scalar<std::string>(w, gang[key], name, "a duration such as 5m");
+    if (!v.isOk()) return v.status();
+    Result<std::chrono::milliseconds> d = sched::parseDuration(v.value());
+    if (!d.isOk() || d.value().count() <= 0) {
+      return w.at(gang[key], name, "must be a positive duration such as \"5m\" or \"90s\"");
+    }
+    *target = d.value();
+  }
+  if (out->gang_timeout > out->gang_max_timeout) {
+    return w.at(gang, "gang.timeout",
+                "the default gang timeout must not exceed gang.maxTimeout (which must stay below "
+                "kube-scheduler's extender httpTimeout)");
+  }
+  if (gang["maxGangs"]) {
+    Result<int64_t> v = boundedInt(w, gang["maxGangs"], "gang.maxGangs", "a number of gangs", 1, 1000000,
+                                   "must be from 1 to 1000000");
+    if (!v.isOk()) return v.status();
+    out->max_gangs = static_cast<size_t>(v.value());
+  }
+  return Status::ok();
+}
+
+Status parseBinder(const Where& w, const YAML::Node& binder, int* workers) {
+  if (Status st = checkKeys(w, binder, "binder", {"workers"}); !st.isOk()) return st;
+  if (binder["workers"]) {
+    Result<int64_t> v =
+        boundedInt(w, binder["workers"], "binder.workers", "a number of concurrent Bindings (1-256)", 1, 256,
+                   "must be 1 to 256 (concurrent Bindings in flight)");
+    if (!v.isOk()) return v.status();
+    *workers = static_cast<int>(v.value());
+  }
+  return Status::ok();
+}
+
+Status parseSchedulerNames(const Where& w, const YAML::Node& names, std::vector<std::string>* out) {
+  if (!names.IsSequence() || names.size() == 0) {
+    return w.at(names, "schedulerNames",
+                "must be a non-empty list of kube-scheduler profile names, e.g. [troupe-scheduler]");
+  }
+  out->clear();
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string key = "schedulerNames[" + std::to_string(i) + "]";
+    Result<std::string> v = scalar<std::string>(w, names[i], key, "a scheduler profile name");
+    if (!v.isOk()) return v.status();
+    if (Status st = checkSchedulerName(v.value()); !st.isOk()) return w.at(names[i], key, st.message());
+    out->push_back(v.value());
+  }
+  return Status::ok();
+}
+
+// dra.gpuDrivers or dra.gpuDeviceClasses: DNS subdomains; an empty list turns that side off.
+Status parseDraNames(const Where& w, const YAML::Node& dra, const char* key, std::vector<std::string>* out) {
+  const YAML::Node list = dra[key];
+  if (!list) return Status::ok();
+  const std::string where = std::string("dra.") + key;
+  if (!list.IsSequence()) return w.at(list, where, "must be a list of names, e.g. [gpu.nvidia.com]");
+  out->clear();
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string item = where + "[" + std::to_string(i) + "]";
+    Result<std::string> v = scalar<std::string>(w, list[i], item, "a DRA driver or DeviceClass name");
+    if (!v.isOk()) return v.status();
+    if (!isDnsSubdomain(v.value())) {
+      return w.at(list[i], item,
+                  "\"" + v.value() +
+                      "\" is not a DNS subdomain: use lower-case letters, digits, '-' and '.' (e.g. "
+                      "gpu.nvidia.com)");
+    }
+    out->push_back(v.value());
+  }
+  return Status::ok();
+}
+
+Status parseDra(const Where& w, const YAML::Node& dra, ServeConfig* out) {
+  if (Status st = checkKeys(w, dra, "dra", {"gpuDrivers", "gpuDeviceClasses"}); !st.isOk()) return st;
+  if (Status st = parseDraNames(w, dra, "gpuDrivers", &out->dra_gpu_drivers); !st.isOk()) return st;
+  return parseDraNames(w, dra, "gpuDeviceClasses", &out->dra_gpu_device_classes);
+}
+
+Status parseLearnedNodes(const Where& w, const YAML::Node& learned, ServeConfig* out) {
+  if (Status st = checkKeys(w, learned, "learnedNodes", {"maxNodes", "ttlSeconds"}); !st.isOk()) return st;
+  if (learned["maxNodes"]) {
+    Result<int64_t> v = boundedInt(w, learned["maxNodes"], "learnedNodes.maxNodes",
+                                   "a number of nodes (1-1000000)", 1, 1000000, "must be 1 to 1000000");
+    if (!v.isOk()) return v.status();
+    out->learned_max_nodes = static_cast<size_t>(v.value());
+  }
+  if (learned["ttlSeconds"]) {
+    Result<int64_t> v =
+        boundedInt(w, learned["ttlSeconds"], "learnedNodes.ttlSeconds", "a number of seconds (1-31536000)", 1,
+                   31536000, "must be 1 to 31536000 (a year)");
+    if (!v.isOk()) return v.status();
+    out->learned_ttl_seconds = v.value();
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<ServeConfig> parseServeConfig(const std::string& text, const std::string& source) {
@@ -349,203 +559,26 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
                      "schedulerNames", "learnedNodes", "limits", "binder", "queues", "dra", "defrag"});
       !s.isOk())
     return s;
-  if (root["listen"]) {
-    Result<std::string> v = scalar<std::string>(w, root["listen"], "listen", "HOST:PORT");
-    if (!v.isOk()) return v.status();
-    c.listen = v.value();
-  }
-  if (root["maxBodyBytes"]) {
-    Result<int64_t> v = scalar<int64_t>(w, root["maxBodyBytes"], "maxBodyBytes", "a number of bytes");
-    if (!v.isOk()) return v.status();
-    if (v.value() < 1024) return w.at(root["maxBodyBytes"], "maxBodyBytes", "must be at least 1024");
-    if (v.value() > (int64_t{1} << 30)) {
-      return w.at(root["maxBodyBytes"], "maxBodyBytes", "must be at most 1073741824 (1 GiB)");
-    }
-    c.max_body_bytes = static_cast<size_t>(v.value());
-  }
-  if (root["logLevel"]) {
-    Result<std::string> v =
-        scalar<std::string>(w, root["logLevel"], "logLevel", "debug, info, warn or error");
-    if (!v.isOk()) return v.status();
-    if (v.value() != "debug" && v.value() != "info" && v.value() != "warn" && v.value() != "error") {
-      return w.at(root["logLevel"], "logLevel", "must be debug, info, warn or error");
-    }
-    c.log_level = v.value();
-  }
-  if (const YAML::Node policy = root["policy"]) {
-    if (Status s = checkKeys(w, policy, "policy", {"name", "weights"}); !s.isOk()) return s;
-    if (policy["name"]) {
-      Result<std::string> v = scalar<std::string>(w, policy["name"], "policy.name", "a policy name");
-      if (!v.isOk()) return v.status();
-      // Made once here so that an unknown name is refused with the known ones listed.
-      Result<sched::PolicyPtr> made = sched::builtinPolicies().create(v.value());
-      if (!made.isOk()) return w.at(policy["name"], "policy.name", made.status().message());
-      c.policy.name = v.value();
-    }
-    if (const YAML::Node weights = policy["weights"]) {
-      if (Status s =
-              checkKeys(w, weights, "policy.weights", {"pack", "topology", "domains", "balance", "scarcity"});
-          !s.isOk())
-        return s;
-      // The troupe policy's arguments (TroupeArgs); other policies take none.
-      sched::TroupeArgs& troupe = c.policy.args.troupe;
-      for (auto [key, target] : {std::pair{"pack", &troupe.pack_weight},
-                                 {"topology", &troupe.topology_weight},
-                                 {"domains", &troupe.domain_weight},
-                                 {"balance", &troupe.balance_weight},
-                                 {"scarcity", &troupe.scarcity_weight}}) {
-        if (!weights[key]) continue;
-        Result<double> v =
-            scalar<double>(w, weights[key], std::string("policy.weights.") + key, "a number >= 0");
-        if (!v.isOk()) return v.status();
-        *target = v.value();
-      }
-      std::vector<std::string> errors = sched::validateTroupeArgs(troupe);
-      if (!errors.empty()) return w.at(weights, "policy.weights", errors.front());
-    }
-  }
-  if (const YAML::Node filter = root["filter"]) {
-    if (Status st = checkKeys(w, filter, "filter", {"narrowTo"}); !st.isOk()) return st;
-    if (filter["narrowTo"]) {
-      Result<std::string> v = scalar<std::string>(w, filter["narrowTo"], "filter.narrowTo", "best or all");
-      if (!v.isOk()) return v.status();
-      Result<bool> narrow = parseNarrowTo(v.value());
-      if (!narrow.isOk()) return w.at(filter["narrowTo"], "filter.narrowTo", narrow.status().message());
-      c.narrow_to_best = narrow.value();
-    }
-  }
-  if (const YAML::Node limits = root["limits"]) {
-    if (Status s = parseLimits(w, limits, &c.limits); !s.isOk()) return s;
-  }
-  if (const YAML::Node m = root["metrics"]) {
-    if (Status s = parseMetrics(w, m, &c.per_node_series); !s.isOk()) return s;
-  }
-  if (const YAML::Node topology = root["topology"]) {
-    if (Status s = checkKeys(w, topology, "topology", {"preset", "levels"}); !s.isOk()) return s;
-    if (const YAML::Node preset = topology["preset"]) {
-      Result<std::string> v = scalar<std::string>(w, preset, "topology.preset", "a preset name");
-      if (!v.isOk()) return v.status();
-      const model::TopologyPreset* p = model::findTopologyPreset(v.value());
-      if (!p) {
-        return w.at(preset, "topology.preset",
-                    "unknown preset \"" + v.value() + "\"; expected one of " + model::topologyPresetNames() +
-                        " (or list topology.levels yourself)");
-      }
-      c.topology_preset = p->name;
-      c.topology_levels = p->levels;  // explicit levels below replace these
-    }
-    if (const YAML::Node levels = topology["levels"]) {
-      if (!levels.IsSequence()) {
-        return w.at(levels, "topology.levels",
-                    "must be a list of node label keys, widest first, e.g. [topology.kubernetes.io/zone, "
-                    "troupe.dev/block, troupe.dev/rack]");
-      }
-      c.topology_levels.clear();
-      for (size_t i = 0; i < levels.size(); ++i) {
-        const std::string key = "topology.levels[" + std::to_string(i) + "]";
-        Result<std::string> v = scalar<std::string>(w, levels[i], key, "a node label key");
-        if (!v.isOk()) return v.status();
-        c.topology_levels.push_back(v.value());
-        std::vector<std::string> errors = model::validateTopologyLevels(c.topology_levels);
-        if (!errors.empty()) return w.at(levels[i], key, errors.front());
-      }
-    }
-  }
-  if (const YAML::Node gang = root["gang"]) {
-    if (Status s = checkKeys(w, gang, "gang", {"timeout", "maxTimeout", "maxGangs"}); !s.isOk()) return s;
-    for (auto [key, target] : {std::pair{"timeout", &c.gang_timeout}, {"maxTimeout", &c.gang_max_timeout}}) {
-      if (!gang[key]) continue;
-      const std::string name = std::string("gang.") + key;
-      Result<std::string> v = scalar<std::string>(w, gang[key], name, "a duration such as 5m");
-      if (!v.isOk()) return v.status();
-      Result<std::chrono::milliseconds> d = sched::parseDuration(v.value());
-      if (!d.isOk() || d.value().count() <= 0) {
-        return w.at(gang[key], name, "must be a positive duration such as \"5m\" or \"90s\"");
-      }
-      *target = d.value();
-    }
-    if (c.gang_timeout > c.gang_max_timeout) {
-      return w.at(gang, "gang.timeout",
-                  "the default gang timeout must not exceed gang.maxTimeout (which must stay below "
-                  "kube-scheduler's extender httpTimeout)");
-    }
-    if (gang["maxGangs"]) {
-      Result<int64_t> v = boundedInt(w, gang["maxGangs"], "gang.maxGangs", "a number of gangs", 1, 1000000,
-                                     "must be from 1 to 1000000");
-      if (!v.isOk()) return v.status();
-      c.max_gangs = static_cast<size_t>(v.value());
-    }
-  }
-  if (const YAML::Node binder = root["binder"]) {
-    if (Status st = checkKeys(w, binder, "binder", {"workers"}); !st.isOk()) return st;
-    if (binder["workers"]) {
-      Result<int64_t> v =
-          boundedInt(w, binder["workers"], "binder.workers", "a number of concurrent Bindings (1-256)", 1,
-                     256, "must be 1 to 256 (concurrent Bindings in flight)");
-      if (!v.isOk()) return v.status();
-      c.bind_workers = static_cast<int>(v.value());
-    }
-  }
-  if (const YAML::Node names = root["schedulerNames"]) {
-    if (!names.IsSequence() || names.size() == 0) {
-      return w.at(names, "schedulerNames",
-                  "must be a non-empty list of kube-scheduler profile names, e.g. [troupe-scheduler]");
-    }
-    c.scheduler_names.clear();
-    for (size_t i = 0; i < names.size(); ++i) {
-      const std::string key = "schedulerNames[" + std::to_string(i) + "]";
-      Result<std::string> v = scalar<std::string>(w, names[i], key, "a scheduler profile name");
-      if (!v.isOk()) return v.status();
-      if (Status st = checkSchedulerName(v.value()); !st.isOk()) return w.at(names[i], key, st.message());
-      c.scheduler_names.push_back(v.value());
-    }
-  }
-  if (const YAML::Node defrag = root["defrag"]) {
-    if (Status st = parseDefrag(w, defrag, &c.defrag); !st.isOk()) return st;
-  }
-  if (const YAML::Node queues = root["queues"]) {
-    if (Status st = parseQueues(w, queues, &c.queues); !st.isOk()) return st;
-  }
-  if (const YAML::Node dra = root["dra"]) {
-    if (Status st = checkKeys(w, dra, "dra", {"gpuDrivers", "gpuDeviceClasses"}); !st.isOk()) return st;
-    // A DRA driver or DeviceClass name is a DNS subdomain; an empty list turns that side off.
-    auto names = [&](const char* key, std::vector<std::string>* out) -> Status {
-      const YAML::Node list = dra[key];
-      if (!list) return Status::ok();
-      const std::string where = std::string("dra.") + key;
-      if (!list.IsSequence()) return w.at(list, where, "must be a list of names, e.g. [gpu.nvidia.com]");
-      out->clear();
-      for (size_t i = 0; i < list.size(); ++i) {
-        const std::string item = where + "[" + std::to_string(i) + "]";
-        Result<std::string> v = scalar<std::string>(w, list[i], item, "a DRA driver or DeviceClass name");
-        if (!v.isOk()) return v.status();
-        if (!isDnsSubdomain(v.value())) {
-          return w.at(list[i], item,
-                      "\"" + v.value() +
-                          "\" is not a DNS subdomain: use lower-case letters, digits, '-' and '.' (e.g. "
-                          "gpu.nvidia.com)");
-        }
-        out->push_back(v.value());
-      }
-      return Status::ok();
-    };
-    if (Status st = names("gpuDrivers", &c.dra_gpu_drivers); !st.isOk()) return st;
-    if (Status st = names("gpuDeviceClasses", &c.dra_gpu_device_classes); !st.isOk()) return st;
-  }
-  if (const YAML::Node learned = root["learnedNodes"]) {
-    if (Status st = checkKeys(w, learned, "learnedNodes", {"maxNodes", "ttlSeconds"}); !st.isOk()) return st;
-    if (learned["maxNodes"]) {
-      Result<int64_t> v = boundedInt(w, learned["maxNodes"], "learnedNodes.maxNodes",
-                                     "a number of nodes (1-1000000)", 1, 1000000, "must be 1 to 1000000");
-      if (!v.isOk()) return v.status();
-      c.learned_max_nodes = static_cast<size_t>(v.value());
-    }
-    if (learned["ttlSeconds"]) {
-      Result<int64_t> v =
-          boundedInt(w, learned["ttlSeconds"], "learnedNodes.ttlSeconds", "a number of seconds (1-31536000)",
-                     1, 31536000, "must be 1 to 31536000 (a year)");
-      if (!v.isOk()) return v.status();
-      c.learned_ttl_seconds = v.value();
+  if (Status s = parseServer(w, root, &c); !s.isOk()) return s;
+  // Each section by its own parser, in this order: the first error is the one reported.
+  using Section = std::function<Status(const YAML::Node&)>;
+  const std::pair<const char*, Section> sections[] = {
+      {"policy", [&](const YAML::Node& n) { return parsePolicy(w, n, &c.policy); }},
+      {"filter", [&](const YAML::Node& n) { return parseFilter(w, n, &c.narrow_to_best); }},
+      {"limits", [&](const YAML::Node& n) { return parseLimits(w, n, &c.limits); }},
+      {"metrics", [&](const YAML::Node& n) { return parseMetrics(w, n, &c.per_node_series); }},
+      {"topology", [&](const YAML::Node& n) { return parseTopology(w, n, &c); }},
+      {"gang", [&](const YAML::Node& n) { return parseGang(w, n, &c); }},
+      {"binder", [&](const YAML::Node& n) { return parseBinder(w, n, &c.bind_workers); }},
+      {"schedulerNames", [&](const YAML::Node& n) { return parseSchedulerNames(w, n, &c.scheduler_names); }},
+      {"defrag", [&](const YAML::Node& n) { return parseDefrag(w, n, &c.defrag); }},
+      {"queues", [&](const YAML::Node& n) { return parseQueues(w, n, &c.queues); }},
+      {"dra", [&](const YAML::Node& n) { return parseDra(w, n, &c); }},
+      {"learnedNodes", [&](const YAML::Node& n) { return parseLearnedNodes(w, n, &c); }},
+  };
+  for (const auto& [key, parse] : sections) {
+    if (const YAML::Node node = root[key]) {
+      if (Status s = parse(node); !s.isOk()) return s;
     }
   }
   return c;

@@ -84,6 +84,7 @@
 #include <string>
 #include <vector>
 
+#include "adapters/common/defrag_options.h"
 #include "adapters/common/per_node_series.h"
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
@@ -116,15 +117,8 @@ struct QueuesConfig {
   std::vector<sched::QueueSpec> definitions;
 };
 
-// defrag: the live defragmentation advice (Kubernetes mode).
-struct DefragConfig {
-  bool enabled = true;
-  std::chrono::milliseconds interval{std::chrono::seconds(30)};
-  int min_gpus = 4;
-  std::chrono::milliseconds min_pending{std::chrono::seconds(60)};
-  int max_moves = 4;
-  bool evict = false;
-};
+// defrag: the live defragmentation advice (Kubernetes mode), as the kube adapter takes it.
+using DefragConfig = adapters::DefragOptions;
 
 struct ServeConfig {
   std::string listen = "127.0.0.1:8888";
