@@ -49,6 +49,10 @@ step "functions: none in src/ or include/ over 120 lines (scripts/check-function
 python3 scripts/check-function-length.py --self-test
 python3 scripts/check-function-length.py
 
+step "docs: the README under 350 lines with its two set-up commands, docs/README.md indexes every page (scripts/check-readme.py)"
+python3 scripts/check-readme.py --self-test
+python3 scripts/check-readme.py
+
 step "docs: every relative link in README.md and docs/ resolves (scripts/check-doc-links.py)"
 python3 scripts/check-doc-links.py
 
