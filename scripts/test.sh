@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # README command 2: install what is missing, build, and run the whole test suite:
-#   1. format check (clang-format); the core's and the adapters' includes (scripts/check-layers.py)
+#   1. format check (clang-format); the core's and the adapters' includes (scripts/check-layers.py);
+#      function length (scripts/check-function-length.py); README length and docs index
+#      (scripts/check-readme.py); doc links (scripts/check-doc-links.py)
 #   2. build with -Werror; unit + HTTP integration tests (ctest)
 #   3. the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   4. the concurrent core under ThreadSanitizer
@@ -42,6 +44,14 @@ scripts/verify-format.sh
 step "layers: the core includes only the standard library and the layers below it; adapters only the core, adapters/common and their own headers (scripts/check-layers.py)"
 python3 scripts/check-layers.py --self-test
 python3 scripts/check-layers.py
+
+step "functions: none in src/ or include/ over 120 lines (scripts/check-function-length.py)"
+python3 scripts/check-function-length.py --self-test
+python3 scripts/check-function-length.py
+
+step "docs: the README under 350 lines with its two set-up commands, docs/README.md indexes every page (scripts/check-readme.py)"
+python3 scripts/check-readme.py --self-test
+python3 scripts/check-readme.py
 
 step "docs: every relative link in README.md and docs/ resolves (scripts/check-doc-links.py)"
 python3 scripts/check-doc-links.py

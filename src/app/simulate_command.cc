@@ -153,6 +153,105 @@ bool parseInt(const std::string& text, int64_t lo, int64_t hi, int64_t* out) {
   return true;
 }
 
+// The policies named in --policy, once each; then the checks that need every flag.
+std::optional<int> finishFlags(const std::string& policy_list, bool policy_given, SimulateFlags& f) {
+  for (const std::string& name : splitList(policy_list, ',')) {
+    Result<sched::PolicyPtr> policy = sched::builtinPolicies().create(trim(name));
+    if (!policy.isOk()) return usage("--policy: " + policy.status().message());
+    auto same = [&](const sched::PolicyPtr& p) { return p->name() == policy.value()->name(); };
+    if (std::none_of(f.policies.begin(), f.policies.end(), same)) f.policies.push_back(policy.value());
+  }
+  if (f.policies.empty()) return usage("--policy needs at least one policy name");
+  if (!f.tenants.empty()) {
+    if (!f.fgd_only.empty()) {
+      return usage(f.fgd_only.front() +
+                   " is for the FGD replay; --tenants runs the queueing simulation, drop " +
+                   f.fgd_only.front());
+    }
+    if (!policy_given) f.policies.resize(1);  // troupe
+    if (f.policies.size() != 1) {
+      return usage("--tenants takes one --policy (the placement within the cluster), e.g. --policy troupe");
+    }
+    if (!f.seeds_given) f.seeds = 1;
+  } else if (f.load != 1) {
+    return usage(
+        "--load only applies with --tenants (the queueing simulation), e.g. --tenants a:1,b:1 --load 2");
+  }
+  if (f.nodes.empty() != f.pods.empty())
+    return usage("give both --nodes and --pods, or neither for the default trace");
+  if (f.nodes.empty()) {
+    const bool shared = std::filesystem::exists(kSharedNodes) && std::filesystem::exists(kSharedPods);
+    f.nodes = shared ? kSharedNodes : kExampleNodes;
+    f.pods = shared ? kSharedPods : kExamplePods;
+  }
+  return std::nullopt;
+}
+
+// Applies one flag that takes a value; returns an exit code for a bad value.
+std::optional<int> applyValuedFlag(const std::string& arg, const std::string& value, SimulateFlags& f,
+                                   std::string& policy_list, bool& policy_given) {
+  int64_t n = 0;
+  if (arg == "--nodes") {
+    f.nodes = value;
+  } else if (arg == "--pods") {
+    f.pods = value;
+  } else if (arg == "--policy") {
+    policy_list = value;
+    policy_given = true;
+  } else if (arg == "--seeds") {
+    if (!parseInt(value, 1, 1000, &n))
+      return usage("--seeds \"" + value + "\" must be a whole number from 1 to 1000");
+    f.seeds = static_cast<int>(n);
+    f.seeds_given = true;
+  } else if (arg == "--first-seed") {
+    if (!parseInt(value, -(int64_t{1} << 62), int64_t{1} << 62, &n))
+      return usage("--first-seed \"" + value + "\" must be a whole number");
+    f.first_seed = n;
+  } else if (arg == "--arrive") {
+    if (!parseInt(value, 1, 1000, &n))
+      return usage("--arrive \"" + value + "\" must be a whole percent from 1 to 1000, e.g. 100");
+    f.arrive = static_cast<int>(n);
+  } else if (arg == "--tune") {
+    double tune = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), tune);
+    if (ec != std::errc() || end != value.data() + value.size() || !(tune >= 0.1 && tune <= 10)) {
+      return usage("--tune \"" + value + "\" must be a ratio from 0.1 to 10, e.g. 1.3");
+    }
+    f.tune = tune;
+    f.tune_given = true;
+  } else if (arg == "--placements") {
+    f.placements = value;
+  } else if (arg == "--defrag") {
+    f.defrag.clear();
+    for (const std::string& item : splitList(value, ',')) {
+      if (!parseInt(std::string(trim(item)), 0, 100000, &n))
+        return usage("--defrag \"" + value + "\" must list move budgets from 0 to 100000, e.g. 1,4,16");
+      f.defrag.push_back(static_cast<int>(n));
+    }
+    if (f.defrag.empty()) return usage("--defrag needs at least one move budget, e.g. --defrag 1,4,16");
+  } else if (arg == "--tenants") {
+    Result<std::vector<sim::TenantSpec>> tenants = sim::parseTenants(value);
+    if (!tenants.isOk()) return usage("--tenants: " + tenants.status().message());
+    f.tenants = std::move(tenants).value();
+  } else if (arg == "--load") {
+    double load = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), load);
+    if (ec != std::errc() || end != value.data() + value.size() || !(load > 0 && load <= 1e9)) {
+      return usage("--load \"" + value +
+                   "\" must be a number above 0 (up to 1e9), e.g. --load 2 halves the "
+                   "times between arrivals");
+    }
+    f.load = load;
+  } else if (arg == "--out") {
+    f.out = value;
+  } else if (arg == "--threads") {
+    if (!parseInt(value, 1, 256, &n))
+      return usage("--threads \"" + value + "\" must be a whole number from 1 to 256");
+    f.threads = static_cast<int>(n);
+  }
+  return std::nullopt;
+}
+
 // Returns an exit code when the command should stop (help, or a usage error).
 std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlags& f) {
   std::string policy_list = "troupe,fgd,best-fit,gpu-packing,gpu-clustering,dot-product,random";
@@ -191,96 +290,9 @@ std::optional<int> parseFlags(const std::vector<std::string>& args, SimulateFlag
       if (i + 1 >= args.size()) return usage(arg + " needs a value");
       value = args[++i];
     }
-    int64_t n = 0;
-    if (arg == "--nodes") {
-      f.nodes = value;
-    } else if (arg == "--pods") {
-      f.pods = value;
-    } else if (arg == "--policy") {
-      policy_list = value;
-      policy_given = true;
-    } else if (arg == "--seeds") {
-      if (!parseInt(value, 1, 1000, &n))
-        return usage("--seeds \"" + value + "\" must be a whole number from 1 to 1000");
-      f.seeds = static_cast<int>(n);
-      f.seeds_given = true;
-    } else if (arg == "--first-seed") {
-      if (!parseInt(value, -(int64_t{1} << 62), int64_t{1} << 62, &n))
-        return usage("--first-seed \"" + value + "\" must be a whole number");
-      f.first_seed = n;
-    } else if (arg == "--arrive") {
-      if (!parseInt(value, 1, 1000, &n))
-        return usage("--arrive \"" + value + "\" must be a whole percent from 1 to 1000, e.g. 100");
-      f.arrive = static_cast<int>(n);
-    } else if (arg == "--tune") {
-      double tune = 0;
-      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), tune);
-      if (ec != std::errc() || end != value.data() + value.size() || !(tune >= 0.1 && tune <= 10)) {
-        return usage("--tune \"" + value + "\" must be a ratio from 0.1 to 10, e.g. 1.3");
-      }
-      f.tune = tune;
-      f.tune_given = true;
-    } else if (arg == "--placements") {
-      f.placements = value;
-    } else if (arg == "--defrag") {
-      f.defrag.clear();
-      for (const std::string& item : splitList(value, ',')) {
-        if (!parseInt(std::string(trim(item)), 0, 100000, &n))
-          return usage("--defrag \"" + value + "\" must list move budgets from 0 to 100000, e.g. 1,4,16");
-        f.defrag.push_back(static_cast<int>(n));
-      }
-      if (f.defrag.empty()) return usage("--defrag needs at least one move budget, e.g. --defrag 1,4,16");
-    } else if (arg == "--tenants") {
-      Result<std::vector<sim::TenantSpec>> tenants = sim::parseTenants(value);
-      if (!tenants.isOk()) return usage("--tenants: " + tenants.status().message());
-      f.tenants = std::move(tenants).value();
-    } else if (arg == "--load") {
-      double load = 0;
-      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), load);
-      if (ec != std::errc() || end != value.data() + value.size() || !(load > 0 && load <= 1e9)) {
-        return usage("--load \"" + value +
-                     "\" must be a number above 0 (up to 1e9), e.g. --load 2 halves the "
-                     "times between arrivals");
-      }
-      f.load = load;
-    } else if (arg == "--out") {
-      f.out = value;
-    } else if (arg == "--threads") {
-      if (!parseInt(value, 1, 256, &n))
-        return usage("--threads \"" + value + "\" must be a whole number from 1 to 256");
-      f.threads = static_cast<int>(n);
-    }
+    if (std::optional<int> code = applyValuedFlag(arg, value, f, policy_list, policy_given)) return code;
   }
-  for (const std::string& name : splitList(policy_list, ',')) {
-    Result<sched::PolicyPtr> policy = sched::builtinPolicies().create(trim(name));
-    if (!policy.isOk()) return usage("--policy: " + policy.status().message());
-    auto same = [&](const sched::PolicyPtr& p) { return p->name() == policy.value()->name(); };
-    if (std::none_of(f.policies.begin(), f.policies.end(), same)) f.policies.push_back(policy.value());
-  }
-  if (f.policies.empty()) return usage("--policy needs at least one policy name");
-  if (!f.tenants.empty()) {
-    if (!f.fgd_only.empty()) {
-      return usage(f.fgd_only.front() +
-                   " is for the FGD replay; --tenants runs the queueing simulation, drop " +
-                   f.fgd_only.front());
-    }
-    if (!policy_given) f.policies.resize(1);  // troupe
-    if (f.policies.size() != 1) {
-      return usage("--tenants takes one --policy (the placement within the cluster), e.g. --policy troupe");
-    }
-    if (!f.seeds_given) f.seeds = 1;
-  } else if (f.load != 1) {
-    return usage(
-        "--load only applies with --tenants (the queueing simulation), e.g. --tenants a:1,b:1 --load 2");
-  }
-  if (f.nodes.empty() != f.pods.empty())
-    return usage("give both --nodes and --pods, or neither for the default trace");
-  if (f.nodes.empty()) {
-    const bool shared = std::filesystem::exists(kSharedNodes) && std::filesystem::exists(kSharedPods);
-    f.nodes = shared ? kSharedNodes : kExampleNodes;
-    f.pods = shared ? kSharedPods : kExamplePods;
-  }
-  return std::nullopt;
+  return finishFlags(policy_list, policy_given, f);
 }
 
 // A progress bar on stderr, only for a terminal, redrawn at most every 100 ms.

@@ -159,77 +159,83 @@ std::string levelName(const std::vector<std::string>& levels, int level) {
   return model::levelDisplayName(levels[static_cast<size_t>(level)]);
 }
 
-}  // namespace
-
-GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const GpuRequest& req, int members,
-                        const std::string& gang_key, const std::vector<std::string>& levels) {
-  GangPlanResult out;
-  if (members <= 0) return out;  // every member is bound already
-  const int level_count = static_cast<int>(levels.size());
-  const int required = req.topology_required < level_count ? req.topology_required : -1;
-  const int preferred = req.topology_preferred < level_count ? req.topology_preferred : -1;
-
+// The nodes a gang could use: each one's fit for the members now, and what the matching nodes
+// could hold when empty (in all and per domain of the required level).
+struct GangSurvey {
   std::vector<NodeFit> fits;
-  fits.reserve(nodes.size());
   int64_t capacity_members = 0;                         // on empty matching nodes: can it ever fit?
   std::map<std::string_view, int64_t> domain_capacity;  // the same per domain of the required level
   std::map<std::string_view, int64_t> domain_gpus;      // and their GPUs, used or not
   std::map<std::string_view, int64_t> domain_free;      // and their whole free GPUs now
+};
+
+GangSurvey surveyNodes(const std::vector<const model::NodeState*>& nodes, const GpuRequest& req, int members,
+                       int required) {
+  GangSurvey s;
+  s.fits.reserve(nodes.size());
   for (const model::NodeState* n : nodes) {
     if (n->info().unschedulable) continue;
     if (fitOf(findMisfit(*n, req)) == Fit::kNever) continue;
     const int per_node = req.gpus > 0 ? n->gpuCount() / req.gpus : members;
     const int64_t capacity =
         req.shared() ? static_cast<int64_t>(n->gpuCount()) * (1000 / req.milli_per_gpu) : per_node;
-    capacity_members += capacity;
+    s.capacity_members += capacity;
     if (required >= 0) {
       if (std::string_view d = domainAt(*n, static_cast<size_t>(required)); !d.empty()) {
-        domain_capacity[d] += capacity;
-        domain_gpus[d] += n->gpuCount();
-        domain_free[d] += n->wholeFreeCount();
+        s.domain_capacity[d] += capacity;
+        s.domain_gpus[d] += n->gpuCount();
+        s.domain_free[d] += n->wholeFreeCount();
       }
     }
     NodeFit f = fitMembers(*n, req, members);
-    if (!f.sets.empty()) fits.push_back(std::move(f));
+    if (!f.sets.empty()) s.fits.push_back(std::move(f));
   }
-  if (capacity_members < members) {
-    out.never_fits = true;
-    out.reason = "troupe: gang " + gang_key + " needs " + std::to_string(members) + " pods of " +
-                 std::to_string(req.gpus) + " GPUs, but the nodes that match its request can hold only " +
-                 std::to_string(capacity_members) + " even when empty";
-    return out;
-  }
-  if (required >= 0) {
-    int64_t largest = 0;
-    std::string_view largest_domain;
-    for (const auto& [domain, capacity] : domain_capacity) {
-      if (capacity > largest) {
-        largest = capacity;
-        largest_domain = domain;
-      }
-    }
-    if (largest < members) {
-      const std::string level = levelName(levels, required);
-      out.never_fits = true;
-      out.reason =
-          "troupe: gang " + gang_key + " needs " + std::to_string(members) + " pods of " +
-          std::to_string(req.gpus) + " GPUs in one " + level + " (" + kAnnotationTopologyRequired + "=" +
-          level + "), but " +
-          (domain_capacity.empty()
-               ? "no node that matches its request has the label " + levels[static_cast<size_t>(required)]
-               : "the largest " + level + " can hold only " + std::to_string(largest) + " even when empty (" +
-                     std::string(largest_domain) + ": " + std::to_string(domain_gpus[largest_domain]) +
-                     " matching GPUs)");
-      return out;
-    }
-  }
+  return s;
+}
 
-  std::vector<const NodeFit*> all;
-  all.reserve(fits.size());
-  for (const NodeFit& f : fits) all.push_back(&f);
+// A domain's value, 0 for a domain not in the map.
+int64_t valueIn(const std::map<std::string_view, int64_t>& per_domain, std::string_view domain) {
+  const auto it = per_domain.find(domain);
+  return it == per_domain.end() ? int64_t{0} : it->second;
+}
+
+// Why the gang can never fit, even on empty nodes (in all, or in one domain of the required
+// level); empty when it could.
+std::string neverFitsReason(const GangSurvey& s, const GpuRequest& req, int members,
+                            const std::string& gang_key, const std::vector<std::string>& levels,
+                            int required) {
+  if (s.capacity_members < members) {
+    return "troupe: gang " + gang_key + " needs " + std::to_string(members) + " pods of " +
+           std::to_string(req.gpus) + " GPUs, but the nodes that match its request can hold only " +
+           std::to_string(s.capacity_members) + " even when empty";
+  }
+  if (required < 0) return "";
+  int64_t largest = 0;
+  std::string_view largest_domain;
+  for (const auto& [domain, capacity] : s.domain_capacity) {
+    if (capacity > largest) {
+      largest = capacity;
+      largest_domain = domain;
+    }
+  }
+  if (largest >= members) return "";
+  const std::string level = levelName(levels, required);
+  return "troupe: gang " + gang_key + " needs " + std::to_string(members) + " pods of " +
+         std::to_string(req.gpus) + " GPUs in one " + level + " (" + kAnnotationTopologyRequired + "=" +
+         level + "), but " +
+         (s.domain_capacity.empty()
+              ? "no node that matches its request has the label " + levels[static_cast<size_t>(required)]
+              : "the largest " + level + " can hold only " + std::to_string(largest) + " even when empty (" +
+                    std::string(largest_domain) + ": " +
+                    std::to_string(valueIn(s.domain_gpus, largest_domain)) + " matching GPUs)");
+}
+
+// The nodes in packing order within one domain of the wanted level, best-fitting first so
+// larger domains stay whole for larger gangs; else one of a wider level, up to the required
+// one. Empty when no such domain has room for every member now.
+std::vector<const NodeFit*> domainOrder(const std::vector<const NodeFit*>& all, int members,
+                                        const std::vector<std::string>& levels, int preferred, int required) {
   std::vector<const NodeFit*> order;
-  // One domain of the wanted level, best-fitting first so larger domains stay whole for
-  // larger gangs; else one of a wider level, up to the required one.
   const int start = preferred >= 0 ? preferred : required;
   const int stop = required >= 0 ? required : 0;
   for (int level = start; level >= stop && level >= 0 && order.empty(); --level) {
@@ -242,44 +248,79 @@ GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const
       packOrder(best->fits, static_cast<size_t>(level) + 1, levels.size(), members, &order);
     }
   }
-  if (order.empty() && required >= 0) {
-    // It could fit one such domain, but none has the room now: say how far the best one is.
-    const std::string level = levelName(levels, required);
-    std::vector<Group> groups = groupBy(all, static_cast<size_t>(required), /*labelled_only=*/true);
-    const Group* best = nullptr;
-    for (const Group& g : groups) {
-      if (!best || g.members > best->members || (g.members == best->members && g.name < best->name))
-        best = &g;
-    }
-    const int have = best ? best->members : 0;
-    out.reason = "troupe: gang " + gang_key + " waits for capacity in one " + level + " (" +
-                 kAnnotationTopologyRequired + "=" + level + "): " +
-                 (best ? "the best " + level + ", " + best->name + ", holds " + std::to_string(have) +
-                             " of " + std::to_string(members) + " members now (" +
-                             std::to_string(domain_free[best->name]) + " GPUs free)"
-                       : "no " + level + " has room for a member now") +
-                 ", " + std::to_string((members - have) * std::max(1, req.gpus)) +
-                 " more GPUs must free up there (all-or-nothing)";
-    return out;
-  }
-  if (order.empty()) packOrder(all, 0, levels.size(), members, &order);
+  return order;
+}
 
+// The gang could fit one domain of the required level, but none has the room now: say how far
+// the best one is.
+std::string waitsForDomainReason(const GangSurvey& s, const std::vector<const NodeFit*>& all,
+                                 const GpuRequest& req, int members, const std::string& gang_key,
+                                 const std::vector<std::string>& levels, int required) {
+  const std::string level = levelName(levels, required);
+  std::vector<Group> groups = groupBy(all, static_cast<size_t>(required), /*labelled_only=*/true);
+  const Group* best = nullptr;
+  for (const Group& g : groups) {
+    if (!best || g.members > best->members || (g.members == best->members && g.name < best->name)) best = &g;
+  }
+  const int have = best ? best->members : 0;
+  return "troupe: gang " + gang_key + " waits for capacity in one " + level + " (" +
+         kAnnotationTopologyRequired + "=" + level + "): " +
+         (best ? "the best " + level + ", " + best->name + ", holds " + std::to_string(have) + " of " +
+                     std::to_string(members) + " members now (" +
+                     std::to_string(valueIn(s.domain_free, best->name)) + " GPUs free)"
+               : "no " + level + " has room for a member now") +
+         ", " + std::to_string((members - have) * std::max(1, req.gpus)) +
+         " more GPUs must free up there (all-or-nothing)";
+}
+
+// One slot per member along the packing order; none, with the reason, when not all fit now.
+void fillSlots(const std::vector<const NodeFit*>& order, const GpuRequest& req, int members,
+               const std::string& gang_key, GangPlanResult* out) {
   int placed = 0;
   for (const NodeFit* f : order) {
     for (const std::vector<int>& set : f->sets) {
       if (placed == members) break;
-      out.slots.push_back(GangSlot{f->node->info().name, set, "", f->dra_gpus});
+      out->slots.push_back(GangSlot{f->node->info().name, set, "", f->dra_gpus});
       ++placed;
     }
     if (placed == members) break;
   }
   if (placed < members) {
-    out.slots.clear();
+    out->slots.clear();
     const int missing = (members - placed) * std::max(1, req.gpus);
-    out.reason = "troupe: gang " + gang_key + " waits for capacity: " + std::to_string(placed) + " of " +
-                 std::to_string(members) + " members fit now, " + std::to_string(missing) +
-                 " more GPUs must free up (all-or-nothing)";
+    out->reason = "troupe: gang " + gang_key + " waits for capacity: " + std::to_string(placed) + " of " +
+                  std::to_string(members) + " members fit now, " + std::to_string(missing) +
+                  " more GPUs must free up (all-or-nothing)";
   }
+}
+
+}  // namespace
+
+GangPlanResult planGang(const std::vector<const model::NodeState*>& nodes, const GpuRequest& req, int members,
+                        const std::string& gang_key, const std::vector<std::string>& levels) {
+  GangPlanResult out;
+  if (members <= 0) return out;  // every member is bound already
+  const int level_count = static_cast<int>(levels.size());
+  const int required = req.topology_required < level_count ? req.topology_required : -1;
+  const int preferred = req.topology_preferred < level_count ? req.topology_preferred : -1;
+
+  const GangSurvey survey = surveyNodes(nodes, req, members, required);
+  out.reason = neverFitsReason(survey, req, members, gang_key, levels, required);
+  if (!out.reason.empty()) {
+    out.never_fits = true;
+    return out;
+  }
+
+  std::vector<const NodeFit*> all;
+  all.reserve(survey.fits.size());
+  for (const NodeFit& f : survey.fits) all.push_back(&f);
+  std::vector<const NodeFit*> order = domainOrder(all, members, levels, preferred, required);
+  if (order.empty() && required >= 0) {
+    out.reason = waitsForDomainReason(survey, all, req, members, gang_key, levels, required);
+    return out;
+  }
+  if (order.empty()) packOrder(all, 0, levels.size(), members, &order);
+  fillSlots(order, req, members, gang_key, &out);
   return out;
 }
 

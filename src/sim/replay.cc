@@ -87,6 +87,113 @@ std::vector<int> shapeIds(const std::vector<sched::GpuRequest>& requests, int* c
   return out;
 }
 
+// The memos of every (node, pod shape) pair, and each node's version (bumped when a pod lands).
+class MemoTable {
+ public:
+  MemoTable(const std::vector<sched::GpuRequest>& requests, size_t nodes)
+      : shape_of_(shapeIds(requests, &shape_count_)),
+        version_(nodes, 1),
+        memo_(nodes * static_cast<size_t>(shape_count_)) {}
+  Memo& of(size_t node, int pod) {
+    return memo_[node * static_cast<size_t>(shape_count_) +
+                 static_cast<size_t>(shape_of_[static_cast<size_t>(pod)])];
+  }
+  // The nodes where the pod fits, from the memo where the node has not changed since.
+  void feasible(const std::vector<model::NodeState>& nodes, const sched::GpuRequest& req, int pod,
+                std::vector<size_t>* out) {
+    out->clear();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      Memo& m = of(i, pod);
+      if (m.version != version_[i]) {
+        m.version = version_[i];
+        m.epoch = 0;
+        m.fits = sched::findMisfit(nodes[i], req) == sched::Misfit::kNone;
+      }
+      if (m.fits) out->push_back(i);
+    }
+  }
+  void changed(size_t node) { ++version_[node]; }
+
+ private:
+  int shape_count_ = 0;
+  std::vector<int> shape_of_;
+  std::vector<uint32_t> version_;
+  std::vector<Memo> memo_;
+};
+
+// The pressures' inputs, kept as pods land: free milli-GPU per product (the model-scarcity
+// term's), and free milli-GPU and whole-node slots in all (the whole-node pressure's).
+struct FreeCapacity {
+  std::vector<std::pair<std::string, int64_t>> by_product;
+  std::vector<size_t> product_of;  // per node: its index in by_product
+  int64_t milli = 0, whole_slots = 0;
+
+  explicit FreeCapacity(const std::vector<model::NodeState>& nodes) : product_of(nodes.size()) {
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const model::NodeInfo& info = nodes[i].info();
+      auto [it, added] = index.try_emplace(info.gpu_product, by_product.size());
+      if (added) by_product.emplace_back(info.gpu_product, 0);
+      product_of[i] = it->second;
+      by_product[it->second].second += static_cast<int64_t>(info.gpu_count) * model::kMilliPerGpu;
+    }
+    for (const model::NodeState& n : nodes) {
+      milli += n.freeMilliTotal();
+      whole_slots += sched::WholeNodePressure::slotsOf(n);
+    }
+  }
+  // A pod landed on `node`, changing its whole-node slots by `slot_change`.
+  void placed(size_t node, const sched::GpuRequest& req, int slot_change) {
+    whole_slots += slot_change;
+    if (!req.wantsGpus()) return;
+    milli -= req.totalMilli();
+    by_product[product_of[node]].second -= req.totalMilli();
+  }
+};
+
+// The allocation of the replay's pod number `step`.
+model::Allocation allocationOf(size_t step, const sched::GpuRequest& req, const sched::Placement& placement) {
+  model::Allocation a;
+  a.pod_uid = std::to_string(step);
+  a.gpus = placement.gpus;
+  a.milli_per_gpu = req.milli_per_gpu;
+  a.cpu_milli = req.cpu_milli;
+  a.memory_bytes = req.memory_bytes;
+  a.topology_quality = placement.topology_quality;
+  return a;
+}
+
+// A uniformly random GPU of the node that fits the share, by reservoir sampling on the run's stream.
+void drawSharedGpu(const model::NodeState& node, const sched::GpuRequest& req, GoRandom& rng,
+                   sched::Placement* placement) {
+  int seen = 0;
+  for (int g = 0; g < node.gpuCount(); ++g) {
+    if (node.gpuFreeMilli(g) < req.milli_per_gpu) continue;
+    if (rng.intn(++seen) == 0) placement->gpus = {g};
+  }
+}
+
+// Counts a placed pod, and a multi-GPU one by whether its GPU set is the best the node allows.
+void countPlaced(const sched::GpuRequest& req, const sched::Placement& placement, RunResult* result) {
+  ++result->placed;
+  if (req.gpus > 1) {
+    ++result->multi_gpu_placed;
+    if (placement.best_possible) ++result->multi_gpu_best;
+  }
+}
+
+// Counts a pod that arrived before the cluster's capacity did, by size class.
+void tallyBySize(const sched::GpuRequest& req, bool placed, RunResult* result) {
+  SizeTally& t = result->by_size[static_cast<size_t>(sizeClassOf(req))];
+  ++t.pods;
+  t.milli += req.wantsGpus() ? req.totalMilli() : 0;
+  if (!placed) {
+    ++t.failed;
+  } else if (req.wantsGpus()) {
+    t.placed_milli += req.totalMilli();
+  }
+}
+
 // kube-scheduler's NodeResourcesFit: CPU, memory, and whole GPUs counted as nvidia.com/gpu
 // requests (shares are invisible to it).
 bool kubeFitsSomewhere(const std::vector<model::NodeState>& nodes, const sched::GpuRequest& req) {
@@ -197,39 +304,14 @@ RunResult replay(const ReplayInput& in) {
   MixSource mix(pods, policy, in.in_order, cluster.cpuPerGpu());
   const sched::TieBreak ties = in.in_order ? sched::TieBreak::kNodeOrder : policy.tieBreak();
   const sched::Draw draw = [&rng](int n) { return rng.intn(n); };
-  // Free milli-GPU per product, kept as pods land: the model-scarcity term's input.
-  std::vector<std::pair<std::string, int64_t>> free_by_product;
-  std::vector<size_t> product_of(nodes.size());
-  {
-    std::map<std::string, size_t> index;
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      const model::NodeInfo& info = nodes[i].info();
-      auto [it, added] = index.try_emplace(info.gpu_product, free_by_product.size());
-      if (added) free_by_product.emplace_back(info.gpu_product, 0);
-      product_of[i] = it->second;
-      free_by_product[it->second].second += static_cast<int64_t>(info.gpu_count) * model::kMilliPerGpu;
-    }
-  }
+  FreeCapacity free_now(nodes);
   sched::ModelPressure pressure;
-  // The whole-node pressure's inputs, kept as pods land: free milli-GPU and whole-node slots.
-  int64_t free_milli = 0, whole_slots = 0;
-  for (const model::NodeState& n : nodes) {
-    free_milli += n.freeMilliTotal();
-    whole_slots += sched::WholeNodePressure::slotsOf(n);
-  }
   bool pressure_stale = true;
   uint32_t pressure_epoch = 0;
   int64_t arrived = 0, used = 0;
   std::vector<size_t> feasible;
   feasible.reserve(nodes.size());
-  int shape_count = 0;
-  const std::vector<int> shape_of = shapeIds(requests, &shape_count);
-  std::vector<uint32_t> version(nodes.size(), 1);
-  std::vector<Memo> memo(nodes.size() * static_cast<size_t>(shape_count));
-  auto memoOf = [&](size_t node, int pod) -> Memo& {
-    return memo[node * static_cast<size_t>(shape_count) +
-                static_cast<size_t>(shape_of[static_cast<size_t>(pod)])];
-  };
+  MemoTable memo(requests, nodes.size());
 
   for (size_t step = 0; step < plan.order.size(); ++step) {
     const int pod = plan.order[step];
@@ -238,16 +320,7 @@ RunResult replay(const ReplayInput& in) {
       result.floor_idle_milli = floorOf(requests, plan.order, step, cluster.gpus);
     }
     arrived += req.wantsGpus() ? req.totalMilli() : 0;
-    feasible.clear();
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      Memo& m = memoOf(i, pod);
-      if (m.version != version[i]) {
-        m.version = version[i];
-        m.epoch = 0;
-        m.fits = sched::findMisfit(nodes[i], req) == sched::Misfit::kNone;
-      }
-      if (m.fits) feasible.push_back(i);
-    }
+    memo.feasible(nodes, req, pod, &feasible);
     // Live, a pod no node has room for by kube-scheduler's own count never reaches Troupe's
     // filter, so its request window does not see it either.
     if (!in.in_order || !feasible.empty() || kubeFitsSomewhere(nodes, req)) mix.arrived(req);
@@ -256,16 +329,17 @@ RunResult replay(const ReplayInput& in) {
     if (!feasible.empty()) {
       const sched::ScoreContext ctx = mix.context();
       if (ctx.mix && (pressure_stale || pressure_epoch != mix.epoch())) {
-        pressure = sched::ModelPressure::compute(*ctx.mix, free_by_product);
+        pressure = sched::ModelPressure::compute(*ctx.mix, free_now.by_product);
         pressure_stale = false;
         pressure_epoch = mix.epoch();
       }
       const sched::WholeNodePressure whole =
-          ctx.mix ? sched::WholeNodePressure::compute(ctx.mix->wholeNodeShare(), free_milli, whole_slots)
+          ctx.mix ? sched::WholeNodePressure::compute(ctx.mix->wholeNodeShare(), free_now.milli,
+                                                      free_now.whole_slots)
                   : sched::WholeNodePressure{};
       // The memo's score when it is for this node state and mix, else a fresh one.
       auto scoreOf = [&](size_t node) -> const sched::NodeScore& {
-        Memo& m = memoOf(node, pod);
+        Memo& m = memo.of(node, pod);
         if (m.epoch != mix.epoch()) {
           m.score = policy.score(nodes[node], req, ctx);
           m.epoch = mix.epoch();
@@ -283,51 +357,20 @@ RunResult replay(const ReplayInput& in) {
       chosen = feasible[static_cast<size_t>(k)];
       placement = scoreOf(*chosen).placement;
     }
-    if (chosen && sched::hooksOf(policy).drawsNode() && req.shared()) {
-      // A uniformly random GPU that fits, by reservoir sampling on the same stream.
-      int seen = 0;
-      for (int g = 0; g < nodes[*chosen].gpuCount(); ++g) {
-        if (nodes[*chosen].gpuFreeMilli(g) < req.milli_per_gpu) continue;
-        if (rng.intn(++seen) == 0) placement.gpus = {g};
-      }
-    }
+    if (chosen && sched::hooksOf(policy).drawsNode() && req.shared()) drawSharedGpu(nodes[*chosen], req, rng, &placement);
     int placed_on = -1;
     if (chosen) {
-      model::Allocation a;
-      a.pod_uid = std::to_string(step);
-      a.gpus = placement.gpus;
-      a.milli_per_gpu = req.milli_per_gpu;
-      a.cpu_milli = req.cpu_milli;
-      a.memory_bytes = req.memory_bytes;
-      a.topology_quality = placement.topology_quality;
       const int slots_before = sched::WholeNodePressure::slotsOf(nodes[*chosen]);
-      if (nodes[*chosen].add(a).isOk()) {
-        whole_slots += sched::WholeNodePressure::slotsOf(nodes[*chosen]) - slots_before;
-        free_milli -= req.wantsGpus() ? req.totalMilli() : 0;
-        ++version[*chosen];
+      if (nodes[*chosen].add(allocationOf(step, req, placement)).isOk()) {
+        free_now.placed(*chosen, req, sched::WholeNodePressure::slotsOf(nodes[*chosen]) - slots_before);
+        memo.changed(*chosen);
         placed_on = static_cast<int>(*chosen);
-        ++result.placed;
-        if (req.wantsGpus()) {
-          used += req.totalMilli();
-          free_by_product[product_of[*chosen]].second -= req.totalMilli();
-          pressure_stale = true;
-        }
-        if (req.gpus > 1) {
-          ++result.multi_gpu_placed;
-          if (placement.best_possible) ++result.multi_gpu_best;
-        }
+        used += req.wantsGpus() ? req.totalMilli() : 0;
+        pressure_stale = pressure_stale || req.wantsGpus();
+        countPlaced(req, placement, &result);
       }
     }
-    if (arrived <= cluster.gpu_milli()) {
-      SizeTally& t = result.by_size[static_cast<size_t>(sizeClassOf(req))];
-      ++t.pods;
-      t.milli += req.wantsGpus() ? req.totalMilli() : 0;
-      if (placed_on < 0) {
-        ++t.failed;
-      } else if (req.wantsGpus()) {
-        t.placed_milli += req.totalMilli();
-      }
-    }
+    if (arrived <= cluster.gpu_milli()) tallyBySize(req, placed_on >= 0, &result);
     result.curve.push_back({arrived, used});
     result.node_of.push_back(placed_on);
     if (!in.defrag_moves.empty() && !result.defrag && arrived >= cluster.gpu_milli()) {

@@ -15,176 +15,126 @@ prometheus::Histogram::BucketBoundaries latencyBuckets() {
           0.1,    0.25,    0.5,    1,     2.5,    5,     10,   30};
 }
 
+// The families of one metric, registered in the order they are built (the order /metrics lists them).
+prometheus::Family<prometheus::Counter>& counters(prometheus::Registry& registry, const char* name,
+                                                  const char* help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+}
+
+prometheus::Family<prometheus::Gauge>& gauges(prometheus::Registry& registry, const char* name,
+                                              const char* help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
+}
+
+prometheus::Family<prometheus::Histogram>& histograms(prometheus::Registry& registry, const char* name,
+                                                      const char* help) {
+  return prometheus::BuildHistogram().Name(name).Help(help).Register(registry);
+}
+
 }  // namespace
 
 Metrics::Metrics(const std::string& version, adapters::PerNodeSeries per_node)
     : per_node_(per_node),
       registry_(std::make_shared<prometheus::Registry>()),
-      request_duration_(prometheus::BuildHistogram()
-                            .Name("troupe_extender_request_duration_seconds")
-                            .Help("Time Troupe spent answering one kube-scheduler extender call, by verb.")
-                            .Register(*registry_)),
-      requests_(prometheus::BuildCounter()
-                    .Name("troupe_extender_requests_total")
-                    .Help("Extender calls answered, by verb and outcome (ok, error, bad_request).")
-                    .Register(*registry_)),
-      rejections_(prometheus::BuildCounter()
-                      .Name("troupe_filter_rejections_total")
-                      .Help("Nodes rejected by Troupe's filter, by reason category.")
-                      .Register(*registry_)),
-      placements_(
-          prometheus::BuildCounter()
-              .Name("troupe_pods_placed_total")
-              .Help("Pods whose GPUs Troupe assigned, by whether the GPU set is the best-connected possible.")
-              .Register(*registry_)),
-      topology_quality_(prometheus::BuildHistogram()
-                            .Name("troupe_placement_topology_quality_ratio")
-                            .Help("Bottleneck bandwidth of the assigned GPU set relative to the best the "
-                                  "node allows (1 = best).")
-                            .Register(*registry_)),
-      gpus_(prometheus::BuildGauge()
-                .Name("troupe_gpus")
-                .Help("GPUs in Troupe's model, by product and state (total, allocated, shared, free).")
-                .Register(*registry_)),
-      nodes_(prometheus::BuildGauge()
-                 .Name("troupe_nodes")
-                 .Help("GPU nodes in Troupe's model, by product.")
-                 .Register(*registry_)),
-      fragmented_(prometheus::BuildGauge()
-                      .Name("troupe_fragmented_gpus")
-                      .Help("Free GPUs stranded on nodes with fewer free GPUs than the node's largest "
-                            "power-of-two request size.")
-                      .Register(*registry_)
+      request_duration_(histograms(*registry_, "troupe_extender_request_duration_seconds",
+                                   "Time Troupe spent answering one kube-scheduler extender call, by verb.")),
+      requests_(counters(*registry_, "troupe_extender_requests_total",
+                         "Extender calls answered, by verb and outcome (ok, error, bad_request).")),
+      rejections_(counters(*registry_, "troupe_filter_rejections_total",
+                           "Nodes rejected by Troupe's filter, by reason category.")),
+      placements_(counters(
+          *registry_, "troupe_pods_placed_total",
+          "Pods whose GPUs Troupe assigned, by whether the GPU set is the best-connected possible.")),
+      topology_quality_(histograms(*registry_, "troupe_placement_topology_quality_ratio",
+                                   "Bottleneck bandwidth of the assigned GPU set relative to the best the "
+                                   "node allows (1 = best).")),
+      gpus_(gauges(*registry_, "troupe_gpus",
+                   "GPUs in Troupe's model, by product and state (total, allocated, shared, free).")),
+      nodes_(gauges(*registry_, "troupe_nodes", "GPU nodes in Troupe's model, by product.")),
+      fragmented_(gauges(*registry_, "troupe_fragmented_gpus",
+                         "Free GPUs stranded on nodes with fewer free GPUs than the node's largest "
+                         "power-of-two request size.")
                       .Add({})),
-      pending_(prometheus::BuildGauge()
-                   .Name("troupe_pending_pods")
-                   .Help("Pods filtered by Troupe and not yet bound.")
-                   .Register(*registry_)
-                   .Add({})),
-      pods_(prometheus::BuildGauge()
-                .Name("troupe_gpu_pods")
-                .Help("Pods holding GPUs in Troupe's model.")
-                .Register(*registry_)
-                .Add({})),
-      gangs_(prometheus::BuildGauge()
-                 .Name("troupe_gangs")
-                 .Help("Gangs Troupe tracks, by state: waiting (nothing held), planned (GPUs held, members "
-                       "binding), admitted.")
-                 .Register(*registry_)),
-      gang_held_gpus_(prometheus::BuildGauge()
-                          .Name("troupe_gang_reserved_gpus")
-                          .Help("GPUs held for planned gangs whose members are not all bound yet.")
-                          .Register(*registry_)
+      pending_(
+          gauges(*registry_, "troupe_pending_pods", "Pods filtered by Troupe and not yet bound.").Add({})),
+      pods_(gauges(*registry_, "troupe_gpu_pods", "Pods holding GPUs in Troupe's model.").Add({})),
+      gangs_(gauges(*registry_, "troupe_gangs",
+                    "Gangs Troupe tracks, by state: waiting (nothing held), planned (GPUs held, members "
+                    "binding), admitted.")),
+      gang_held_gpus_(gauges(*registry_, "troupe_gang_reserved_gpus",
+                             "GPUs held for planned gangs whose members are not all bound yet.")
                           .Add({})),
       draining_nodes_(
-          prometheus::BuildGauge()
-              .Name("troupe_gang_draining_nodes")
-              .Help("Nodes kept free of new pods for a gang that has waited past the starvation threshold.")
-              .Register(*registry_)
+          gauges(*registry_, "troupe_gang_draining_nodes",
+                 "Nodes kept free of new pods for a gang that has waited past the starvation threshold.")
               .Add({})),
       gang_admit_seconds_(
-          prometheus::BuildHistogram()
-              .Name("troupe_gang_time_to_admit_seconds")
-              .Help("Time from a gang's first member reaching Troupe to all of its minimum members bound.")
-              .Register(*registry_)
+          histograms(*registry_, "troupe_gang_time_to_admit_seconds",
+                     "Time from a gang's first member reaching Troupe to all of its minimum members bound.")
               .Add({}, prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600,
                                                                1800})),
-      gang_timeouts_(prometheus::BuildCounter()
-                         .Name("troupe_gang_timeouts_total")
-                         .Help("Gang bind barriers that timed out before all members arrived (the gang is "
-                               "released and planned again).")
-                         .Register(*registry_)
+      gang_timeouts_(counters(*registry_, "troupe_gang_timeouts_total",
+                              "Gang bind barriers that timed out before all members arrived (the gang is "
+                              "released and planned again).")
                          .Add({})),
-      node_series_exported_(prometheus::BuildGauge()
-                                .Name("troupe_node_series_exported")
-                                .Help("1 while the per-node series (troupe_node_gpus) are exported, 0 while "
-                                      "metrics.perNodeSeries keeps them off (auto: at 1,000 GPU nodes and "
-                                      "more, by default).")
-                                .Register(*registry_)
+      node_series_exported_(gauges(*registry_, "troupe_node_series_exported",
+                                   "1 while the per-node series (troupe_node_gpus) are exported, 0 while "
+                                   "metrics.perNodeSeries keeps them off (auto: at 1,000 GPU nodes and "
+                                   "more, by default).")
                                 .Add({})),
-      node_scores_(prometheus::BuildCounter()
-                       .Name("troupe_filter_node_scores_total")
-                       .Help("Node values filter ranked for narrowTo: best, by source: remembered from an "
-                             "earlier call for the same pod shape and node state, or computed.")
-                       .Register(*registry_)),
+      node_scores_(counters(*registry_, "troupe_filter_node_scores_total",
+                            "Node values filter ranked for narrowTo: best, by source: remembered from an "
+                            "earlier call for the same pod shape and node state, or computed.")),
       scores_remembered_(node_scores_.Add({{"source", "remembered"}})),
       scores_computed_(node_scores_.Add({{"source", "computed"}})),
-      kube_last_sync_(prometheus::BuildGauge()
-                          .Name("troupe_kube_last_sync_timestamp_seconds")
-                          .Help("Unix time when Troupe's cache of a resource was last known current (list "
-                                "completed, watch event or bookmark received).")
-                          .Register(*registry_)),
-      kube_relists_(prometheus::BuildCounter()
-                        .Name("troupe_kube_relists_total")
-                        .Help("Full lists of a resource after the first (410 Gone, expired continue token).")
-                        .Register(*registry_)),
-      kube_watch_restarts_(prometheus::BuildCounter()
-                               .Name("troupe_kube_watch_restarts_total")
-                               .Help("Watches that ended and were reopened, by reason: closed (server "
-                                     "timeout), gone (410, relist), error, stale (open but silent: a "
-                                     "binding Troupe made did not show up; relist).")
-                               .Register(*registry_)),
-      kube_api_calls_(prometheus::BuildCounter()
-                          .Name("troupe_kube_api_requests_total")
-                          .Help("Calls to the Kubernetes API server, by verb and code (HTTP status, or "
-                                "Unreachable / ConnectionLost without a response); errors are code!~\"2..\".")
-                          .Register(*registry_)),
-      kube_cached_(prometheus::BuildGauge()
-                       .Name("troupe_kube_cached_objects")
-                       .Help("Objects in Troupe's API caches, by resource (pods: bound pods holding GPUs, "
-                             "and other bound pods on GPU nodes).")
-                       .Register(*registry_)),
+      kube_last_sync_(gauges(*registry_, "troupe_kube_last_sync_timestamp_seconds",
+                             "Unix time when Troupe's cache of a resource was last known current (list "
+                             "completed, watch event or bookmark received).")),
+      kube_relists_(counters(*registry_, "troupe_kube_relists_total",
+                             "Full lists of a resource after the first (410 Gone, expired continue token).")),
+      kube_watch_restarts_(counters(*registry_, "troupe_kube_watch_restarts_total",
+                                    "Watches that ended and were reopened, by reason: closed (server "
+                                    "timeout), gone (410, relist), error, stale (open but silent: a "
+                                    "binding Troupe made did not show up; relist).")),
+      kube_api_calls_(
+          counters(*registry_, "troupe_kube_api_requests_total",
+                   "Calls to the Kubernetes API server, by verb and code (HTTP status, or "
+                   "Unreachable / ConnectionLost without a response); errors are code!~\"2..\".")),
+      kube_cached_(gauges(*registry_, "troupe_kube_cached_objects",
+                          "Objects in Troupe's API caches, by resource (pods: bound pods holding GPUs, "
+                          "and other bound pods on GPU nodes).")),
       internal_errors_(
-          prometheus::BuildCounter()
-              .Name("troupe_internal_errors_total")
-              .Help("Unexpected exceptions caught instead of ending the process, by where: watch, "
-                    "binder, events, housekeeping, ticker, http. Anything above 0 is a bug to "
-                    "report; the log line says what failed.")
-              .Register(*registry_)),
+          counters(*registry_, "troupe_internal_errors_total",
+                   "Unexpected exceptions caught instead of ending the process, by where: watch, "
+                   "binder, events, housekeeping, ticker, http. Anything above 0 is a bug to "
+                   "report; the log line says what failed.")),
       connections_closed_(
-          prometheus::BuildCounter()
-              .Name("troupe_http_connections_closed_total")
-              .Help("HTTP connections Troupe closed on its own, by port (verbs, metrics) and reason: "
-                    "evicted_new, evicted_started, evicted_idle (closed to make room at "
-                    "limits.maxConnections: no byte sent, a header begun, idle longest), refused "
-                    "(at the cap with every connection mid-request), header_timeout, read_timeout, "
-                    "idle_timeout, write_timeout.")
-              .Register(*registry_)),
-      accept_errors_(prometheus::BuildCounter()
-                         .Name("troupe_http_accept_errors_total")
-                         .Help("Failed accepts on an HTTP port (verbs, metrics), such as no file "
-                               "descriptors left; the acceptor pauses 100 ms and tries again.")
-                         .Register(*registry_)),
-      defrag_pending_(prometheus::BuildGauge()
-                          .Name("troupe_defrag_advice_pending_pods")
-                          .Help("Pending pods (a gang counts once) for which moving running pods would make "
-                                "room, as of the last defragmentation round (docs/defrag.md).")
-                          .Register(*registry_)
+          counters(*registry_, "troupe_http_connections_closed_total",
+                   "HTTP connections Troupe closed on its own, by port (verbs, metrics) and reason: "
+                   "evicted_new, evicted_started, evicted_idle (closed to make room at "
+                   "limits.maxConnections: no byte sent, a header begun, idle longest), refused "
+                   "(at the cap with every connection mid-request), header_timeout, read_timeout, "
+                   "idle_timeout, write_timeout.")),
+      accept_errors_(counters(*registry_, "troupe_http_accept_errors_total",
+                              "Failed accepts on an HTTP port (verbs, metrics), such as no file "
+                              "descriptors left; the acceptor pauses 100 ms and tries again.")),
+      defrag_pending_(gauges(*registry_, "troupe_defrag_advice_pending_pods",
+                             "Pending pods (a gang counts once) for which moving running pods would make "
+                             "room, as of the last defragmentation round (docs/defrag.md).")
                           .Add({})),
-      defrag_gpus_(prometheus::BuildGauge()
-                       .Name("troupe_defrag_advice_gpus")
-                       .Help("GPUs the current defragmentation plans would free, summed over the nodes "
-                             "they free.")
-                       .Register(*registry_)
+      defrag_gpus_(gauges(*registry_, "troupe_defrag_advice_gpus",
+                          "GPUs the current defragmentation plans would free, summed over the nodes "
+                          "they free.")
                        .Add({})),
-      defrag_moves_(prometheus::BuildGauge()
-                        .Name("troupe_defrag_advice_moves")
-                        .Help("Moves of running pods the current defragmentation plans take.")
-                        .Register(*registry_)
+      defrag_moves_(gauges(*registry_, "troupe_defrag_advice_moves",
+                           "Moves of running pods the current defragmentation plans take.")
                         .Add({})),
-      defrag_evictions_(prometheus::BuildCounter()
-                            .Name("troupe_defrag_evictions_total")
-                            .Help("Running pods evicted for a defragmentation plan (only with "
-                                  "defrag.evict: true).")
-                            .Register(*registry_)
+      defrag_evictions_(counters(*registry_, "troupe_defrag_evictions_total",
+                                 "Running pods evicted for a defragmentation plan (only with "
+                                 "defrag.evict: true).")
                             .Add({})),
       queue_series_(*registry_) {
-  prometheus::BuildGauge()
-      .Name("troupe_build_info")
-      .Help("Troupe's version; always 1.")
-      .Register(*registry_)
-      .Add({{"version", version}})
-      .Set(1);
+  gauges(*registry_, "troupe_build_info", "Troupe's version; always 1.").Add({{"version", version}}).Set(1);
   for (const char* where : {"watch", "binder", "events", "housekeeping", "ticker", "http"}) {
     internal_errors_.Add({{"where", where}});
   }
