@@ -357,7 +357,8 @@ RunResult replay(const ReplayInput& in) {
       chosen = feasible[static_cast<size_t>(k)];
       placement = scoreOf(*chosen).placement;
     }
-    if (chosen && sched::hooksOf(policy).drawsNode() && req.shared()) drawSharedGpu(nodes[*chosen], req, rng, &placement);
+    if (chosen && sched::hooksOf(policy).drawsNode() && req.shared())
+      drawSharedGpu(nodes[*chosen], req, rng, &placement);
     int placed_on = -1;
     if (chosen) {
       const int slots_before = sched::WholeNodePressure::slotsOf(nodes[*chosen]);
