@@ -41,7 +41,7 @@
 #include "adapters/metrics/metrics.h"
 #include "cluster.h"
 #include "loadgen.h"
-#include "troupe/sched/scheduler.h"
+#include "troupe/sched/scheduler/scheduler.h"
 
 #ifndef TROUPE_BENCH_BUILD_TYPE
 #define TROUPE_BENCH_BUILD_TYPE "unknown"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "adapters/http/wire.h"
-#include "troupe/sched/scheduler.h"
+#include "troupe/sched/scheduler/scheduler.h"
 
 namespace troupe::bench {
 

@@ -12,8 +12,8 @@
 
 #include "troupe/model/node.h"
 #include "troupe/model/topology_levels.h"
-#include "troupe/sched/defrag_advice.h"
-#include "troupe/sched/policy_registry.h"
+#include "troupe/sched/defrag/defrag_advice.h"
+#include "troupe/sched/policies/policy_registry.h"
 
 using namespace troupe;
 

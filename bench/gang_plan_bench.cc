@@ -10,7 +10,7 @@
 
 #include "troupe/model/node.h"
 #include "troupe/model/topology_levels.h"
-#include "troupe/sched/gang_planner.h"
+#include "troupe/sched/gang/gang_planner.h"
 
 using namespace troupe;
 

@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "adapters/common/logger.h"
-#include "adapters/kube/cluster_sync.h"
-#include "adapters/kube/watcher.h"
-#include "troupe/sched/scheduler.h"
+#include "adapters/kube/watch/cluster_sync.h"
+#include "adapters/kube/watch/watcher.h"
+#include "troupe/sched/scheduler/scheduler.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "troupe/model/node.h"
-#include "troupe/sched/reclaim.h"
+#include "troupe/sched/queue/reclaim.h"
 
 using namespace troupe;
 

@@ -19,7 +19,7 @@
 #include "adapters/http/extender_server.h"
 #include "adapters/metrics/metrics.h"
 #include "cluster.h"
-#include "troupe/sched/scheduler.h"
+#include "troupe/sched/scheduler/scheduler.h"
 
 namespace troupe::bench {
 namespace {

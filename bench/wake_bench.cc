@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "adapters/common/logger.h"
-#include "adapters/kube/pod_waker.h"
-#include "troupe/sched/scheduler.h"
+#include "adapters/kube/queues/pod_waker.h"
+#include "troupe/sched/scheduler/scheduler.h"
 
 using namespace troupe;
 

@@ -92,7 +92,7 @@ def core_problems(rel, layer, lines):
         parts = header.split("/")
         if parts[0] == "adapters":
             yield (f"{where}: the core may not include an adapter; define the interface it needs in the "
-                   f"core (as troupe/sched/pod_binder.h does) and let the adapter implement it")
+                   f"core (as troupe/sched/scheduler/pod_binder.h does) and let the adapter implement it")
         elif len(parts) < 3 or parts[0] != "troupe" or parts[1] not in allowed:
             yield (f"{where}: the {layer} layer may include only troupe/{{{','.join(allowed)}}}/...; what it "
                    f"needs belongs in one of those layers, or this code belongs in an adapter")
@@ -126,18 +126,18 @@ def self_test():
         (core, "src/sched/x.cc", "sched", ["#include <nlohmann/json.hpp>"], "not the standard library"),
         (core, "src/common/x.cc", "common", ["#include <yaml-cpp/yaml.h>"], "not the standard library"),
         (core, "src/sched/x.cc", "sched", ['#include "adapters/common/logger.h"'], "may not include an adapter"),
-        (core, "src/model/x.cc", "model", ['#include "troupe/sched/policy.h"'], "may include only troupe/"),
+        (core, "src/model/x.cc", "model", ['#include "troupe/sched/policies/policy.h"'], "may include only troupe/"),
         (core, "src/sched/x.cc", "sched", ["#include <fstream>"], "I/O or threads"),
         (core, "src/sched/x.cc", "sched", ["#include <vector>", '#include "troupe/model/node.h"'], None),
         (adapter, "src/adapters/kube/x.h", "kube", ['#include "adapters/http/wire.h"'], "may not include adapters/http"),
         (adapter, "src/adapters/http/x.h", "http", ['#include "adapters/metrics/metrics.h"'],
          "may not include adapters/metrics"),
-        (adapter, "src/adapters/common/x.h", "common", ['#include "adapters/kube/binder.h"'],
+        (adapter, "src/adapters/common/x.h", "common", ['#include "adapters/kube/bind/binder.h"'],
          "may not include adapters/kube"),
         (adapter, "src/adapters/yaml/x.h", "yaml", ['#include "app/commands.h"'], "may include only"),
         (adapter, "src/adapters/kube/x.h", "kube", ["#include <cpprest/http_client.h>", '#include "adapters/kube/y.h"',
                                                    '#include "adapters/common/logger.h"',
-                                                   '#include "troupe/sched/pod_binder.h"'], None),
+                                                   '#include "troupe/sched/scheduler/pod_binder.h"'], None),
     ]
     failures = []
     for check, rel, where, lines, want in cases:

@@ -17,14 +17,14 @@
 #include "adapters/common/logger.h"
 #include "adapters/http/extender_server.h"
 #include "adapters/http/open_file_limit.h"
-#include "adapters/kube/api_client.h"
-#include "adapters/kube/kube_config.h"
-#include "adapters/kube/kube_runtime.h"
+#include "adapters/kube/client/api_client.h"
+#include "adapters/kube/client/kube_config.h"
+#include "adapters/kube/runtime/kube_runtime.h"
 #include "adapters/metrics/metrics.h"
 #include "adapters/yaml/config.h"
 #include "app/commands.h"
-#include "troupe/sched/policy_registry.h"
-#include "troupe/sched/scheduler.h"
+#include "troupe/sched/policies/policy_registry.h"
+#include "troupe/sched/scheduler/scheduler.h"
 
 namespace troupe::app {
 

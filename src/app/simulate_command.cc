@@ -18,7 +18,7 @@
 
 #include "app/commands.h"
 #include "troupe/common/strings.h"
-#include "troupe/sched/policy_registry.h"
+#include "troupe/sched/policies/policy_registry.h"
 #include "troupe/sim/cluster.h"
 #include "troupe/sim/replay.h"
 #include "troupe/sim/report.h"

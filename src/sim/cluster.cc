@@ -4,7 +4,7 @@
 
 #include "troupe/common/strings.h"
 #include "troupe/model/pod_contract.h"
-#include "troupe/sched/cluster_state.h"
+#include "troupe/sched/cluster/cluster_state.h"
 
 namespace troupe::sim {
 

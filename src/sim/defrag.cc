@@ -4,7 +4,7 @@
 #include <array>
 #include <optional>
 
-#include "troupe/sched/placement.h"
+#include "troupe/sched/score/placement.h"
 
 namespace troupe::sim {
 namespace {

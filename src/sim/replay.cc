@@ -6,12 +6,12 @@
 #include <optional>
 #include <tuple>
 
-#include "troupe/sched/choose_node.h"
-#include "troupe/sched/model_pressure.h"
-#include "troupe/sched/placement.h"
-#include "troupe/sched/policy_hooks.h"
-#include "troupe/sched/request_mix.h"
-#include "troupe/sched/whole_node_pressure.h"
+#include "troupe/sched/policies/policy_hooks.h"
+#include "troupe/sched/request/request_mix.h"
+#include "troupe/sched/score/choose_node.h"
+#include "troupe/sched/score/model_pressure.h"
+#include "troupe/sched/score/placement.h"
+#include "troupe/sched/score/whole_node_pressure.h"
 #include "troupe/sim/defrag.h"
 #include "troupe/sim/packing_floor.h"
 

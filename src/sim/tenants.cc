@@ -11,12 +11,12 @@
 #include <tuple>
 
 #include "troupe/common/strings.h"
-#include "troupe/sched/choose_node.h"
-#include "troupe/sched/fair_share.h"
-#include "troupe/sched/placement.h"
-#include "troupe/sched/policy_hooks.h"
-#include "troupe/sched/queue_book.h"
-#include "troupe/sched/request_mix.h"
+#include "troupe/sched/policies/policy_hooks.h"
+#include "troupe/sched/queue/fair_share.h"
+#include "troupe/sched/queue/queue_book.h"
+#include "troupe/sched/request/request_mix.h"
+#include "troupe/sched/score/choose_node.h"
+#include "troupe/sched/score/placement.h"
 #include "troupe/sim/go_random.h"
 
 namespace troupe::sim {

@@ -4,7 +4,7 @@
 #include <numeric>
 #include <utility>
 
-#include "troupe/sched/best_node.h"
+#include "troupe/sched/score/best_node.h"
 
 namespace troupe::sim {
 

@@ -4,7 +4,7 @@ Kueue holds a workload's pods behind scheduling gates until it admits the worklo
 (kueue.x-k8s.io/admission; kueue.x-k8s.io/topology with topology-aware scheduling, TAS). With
 TAS it then pins each pod with a nodeSelector, labels it kueue.x-k8s.io/tas: "true", and lifts
 the gate. Troupe must not count gated pods as demand, and must place TAS pods where Kueue put
-them, choosing only their GPUs (src/sched/kueue_pods.cc).
+them, choosing only their GPUs (src/sched/request/kueue_pods.cc).
 
 Needs TROUPE_MODE=kube (skipped otherwise): Troupe learns pending pods and Queues from its
 watches and binds the pods itself.

@@ -35,7 +35,7 @@ BIND_ONLY_METRICS = ("troupe_pods_placed_total", "troupe_placement_topology_qual
 # Troupe watches the API only with TROUPE_MODE=kube; standalone it has no caches to report on.
 KUBE_ONLY_METRICS = ("troupe_kube_",)
 # Series per queue exist only while queues are defined (this workload defines none); their
-# values are checked by test_queues.py and tests/unit/queue_metrics_test.cc.
+# values are checked by test_queues.py and tests/unit/adapters/metrics/queue_metrics_test.cc.
 QUEUE_METRICS = ("troupe_queue_",)
 
 

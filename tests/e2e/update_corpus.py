@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Copy a small set of request bodies the real kube-scheduler sent to Troupe into the corpus
-that the unit tests decode (tests/unit/corpus_test.cc).
+that the unit tests decode (tests/unit/adapters/http/corpus_test.cc).
 
 Troupe records every request body under build/e2e/record/<start>/<verb>-<seq>.json during an
 e2e run (scripts/lib-e2e.sh starts it with --record-dir). The e2e tests label the pods worth

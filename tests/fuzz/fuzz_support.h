@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "troupe/model/node.h"
-#include "troupe/sched/pod_request.h"
-#include "troupe/sched/scheduler.h"
+#include "troupe/sched/request/pod_request.h"
+#include "troupe/sched/scheduler/scheduler.h"
 
 namespace troupe::fuzz {
 

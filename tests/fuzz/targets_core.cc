@@ -8,7 +8,7 @@
 #include "troupe/common/quantity.h"
 #include "troupe/common/strings.h"
 #include "troupe/model/topology.h"
-#include "troupe/sched/gang.h"
+#include "troupe/sched/gang/gang.h"
 
 namespace troupe::fuzz {
 

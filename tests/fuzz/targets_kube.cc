@@ -1,9 +1,9 @@
 // Fuzz targets of what Troupe reads from the Kubernetes side: API server JSON (list pages and
 // watch events of pods, nodes, ResourceSlices and ResourceClaims, as the watch threads decode them) and
 // kubeconfig files.
-#include "adapters/kube/dra_objects.h"
-#include "adapters/kube/kube_config.h"
-#include "adapters/kube/kube_objects.h"
+#include "adapters/kube/client/kube_config.h"
+#include "adapters/kube/dra/dra_objects.h"
+#include "adapters/kube/watch/kube_objects.h"
 #include "fuzz_support.h"
 #include "fuzz_targets.h"
 

@@ -741,7 +741,7 @@ PENDING = [
                     "troupe.dev/gpu-topology": '[["X","NV99999999999"],["NV99999999999","X"]]'}},
                 "status": {"allocatable": {"nvidia.com/gpu": "2"}}}]}}).encode())},
       # With --cluster, request bodies never define nodes (the node stays unknown); the parser's
-      # reason naming troupe.dev/gpu-topology is checked in tests/unit/hostile_input_test.cc and,
+      # reason naming troupe.dev/gpu-topology is checked in tests/unit/adapters/http/hostile_input_test.cc and,
       # in Kubernetes mode, the node watch keeps running (no crash loop).
       status=200, says=("mat-node",), branch="parse"),
     C("P108", "a full-node /filter does not change --cluster node facts", lambda ctx: node_facts_stick(ctx),

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "adapters/common/logger.h"
-#include "adapters/kube/api_client.h"
-#include "adapters/kube/watcher.h"
+#include "adapters/kube/client/api_client.h"
+#include "adapters/kube/watch/watcher.h"
 #include "support/wait.h"
 
 namespace {

@@ -11,8 +11,8 @@
 #include "support/fixtures.h"
 #include "troupe/model/node.h"
 #include "troupe/model/topology_levels.h"
-#include "troupe/sched/filter_cycle.h"
-#include "troupe/sched/gang.h"
+#include "troupe/sched/filter/filter_cycle.h"
+#include "troupe/sched/gang/gang.h"
 
 namespace troupe::testing {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "troupe/model/node.h"
-#include "troupe/sched/pod_request.h"
+#include "troupe/sched/request/pod_request.h"
 
 namespace troupe::testing {
 

@@ -1,6 +1,6 @@
 // The contract with Kubernetes objects: every label, annotation and resource key Troupe reads or
 // writes, defined here once, each with its meaning. A pod's keys are read as annotations or labels
-// (the annotation wins). Parsed in src/sched/pod_request.cc (a pod's GPU request), gang.cc (gangs),
+// (the annotation wins). Parsed in src/sched/request/pod_request.cc (a pod's GPU request), gang.cc (gangs),
 // queue_membership.cc (queues), kueue_pods.cc (Kueue) and src/model/node.cc (nodes).
 //
 // scripts/check-pod-contract.py (run by scripts/test.sh) keeps README.md's pod contract table

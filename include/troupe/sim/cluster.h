@@ -11,7 +11,7 @@
 
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
-#include "troupe/sched/pod_request.h"
+#include "troupe/sched/request/pod_request.h"
 #include "troupe/sim/trace.h"
 
 namespace troupe::sim {

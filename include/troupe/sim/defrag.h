@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "troupe/model/node.h"
-#include "troupe/sched/fragmentation.h"
-#include "troupe/sched/policy.h"
+#include "troupe/sched/policies/policy.h"
+#include "troupe/sched/score/fragmentation.h"
 
 namespace troupe::sim {
 

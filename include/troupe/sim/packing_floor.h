@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <span>
 
-#include "troupe/sched/pod_request.h"
+#include "troupe/sched/request/pod_request.h"
 
 namespace troupe::sim {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "troupe/sched/policy.h"
+#include "troupe/sched/policies/policy.h"
 #include "troupe/sim/cluster.h"
 #include "troupe/sim/workload.h"
 

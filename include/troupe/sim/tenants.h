@@ -19,7 +19,7 @@
 
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
-#include "troupe/sched/policy.h"
+#include "troupe/sched/policies/policy.h"
 #include "troupe/sim/cluster.h"
 #include "troupe/sim/trace.h"
 #include "troupe/sim/workload.h"

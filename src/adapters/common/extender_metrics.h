@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "troupe/sched/scheduler.h"
+#include "troupe/sched/scheduler/scheduler.h"
 
 namespace troupe::adapters {
 

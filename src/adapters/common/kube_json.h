@@ -10,7 +10,7 @@
 
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
-#include "troupe/sched/pod_request.h"
+#include "troupe/sched/request/pod_request.h"
 
 namespace troupe::adapters {
 

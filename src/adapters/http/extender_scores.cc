@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "troupe/sched/best_node.h"
+#include "troupe/sched/score/best_node.h"
 
 namespace troupe::http {
 

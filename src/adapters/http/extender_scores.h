@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "troupe/sched/scheduler.h"
+#include "troupe/sched/scheduler/scheduler.h"
 
 namespace troupe::http {
 

@@ -32,8 +32,8 @@
 #include "adapters/common/logger.h"
 #include "adapters/http/wire.h"
 #include "troupe/common/status.h"
-#include "troupe/sched/pod_binder.h"
-#include "troupe/sched/scheduler.h"
+#include "troupe/sched/scheduler/pod_binder.h"
+#include "troupe/sched/scheduler/scheduler.h"
 
 namespace troupe::http {
 

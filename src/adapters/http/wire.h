@@ -14,9 +14,9 @@
 #include "adapters/http/extender_scores.h"
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
-#include "troupe/sched/pod_binder.h"
-#include "troupe/sched/pod_request.h"
-#include "troupe/sched/scheduler.h"
+#include "troupe/sched/request/pod_request.h"
+#include "troupe/sched/scheduler/pod_binder.h"
+#include "troupe/sched/scheduler/scheduler.h"
 
 namespace troupe::http {
 

@@ -27,7 +27,7 @@
 #include "adapters/common/kube_metrics.h"
 #include "adapters/common/per_node_series.h"
 #include "adapters/metrics/queue_series.h"
-#include "troupe/sched/scheduler.h"
+#include "troupe/sched/scheduler/scheduler.h"
 
 namespace troupe::metrics {
 

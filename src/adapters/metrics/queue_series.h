@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "troupe/sched/queue_book.h"
+#include "troupe/sched/queue/queue_book.h"
 
 namespace troupe::metrics {
 

@@ -11,9 +11,9 @@
 
 #include "adapters/common/gpu_amount.h"
 #include "troupe/model/pod_contract.h"
-#include "troupe/sched/gang.h"
-#include "troupe/sched/gpu_amount.h"
-#include "troupe/sched/policy_registry.h"
+#include "troupe/sched/cluster/gpu_amount.h"
+#include "troupe/sched/gang/gang.h"
+#include "troupe/sched/policies/policy_registry.h"
 
 namespace troupe::config {
 namespace {

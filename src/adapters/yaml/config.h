@@ -90,8 +90,8 @@
 #include "troupe/model/node.h"
 #include "troupe/model/topology_levels.h"
 #include "troupe/model/topology_presets.h"
-#include "troupe/sched/policy_args.h"
-#include "troupe/sched/queue_spec.h"
+#include "troupe/sched/policies/policy_args.h"
+#include "troupe/sched/queue/queue_spec.h"
 
 namespace troupe::config {
 

@@ -1,7 +1,7 @@
 // The policies Troupe ships. A new policy: its file in this folder (defining its entry
 // function), its declaration below and its name in the list; docs/extending.md has a worked
 // example.
-#include "troupe/sched/policy_registry.h"
+#include "troupe/sched/policies/policy_registry.h"
 
 namespace troupe::sched {
 

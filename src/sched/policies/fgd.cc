@@ -2,9 +2,9 @@
 // score of how much the placement raises the node's expected fragmentation against the trace's
 // typical pods (fragmentation.h).
 #include "troupe/model/gpu_selection.h"
-#include "troupe/sched/node_scoring.h"
-#include "troupe/sched/policy_hooks.h"
-#include "troupe/sched/policy_registry.h"
+#include "troupe/sched/policies/policy_hooks.h"
+#include "troupe/sched/policies/policy_registry.h"
+#include "troupe/sched/score/node_scoring.h"
 
 namespace troupe::sched {
 namespace {

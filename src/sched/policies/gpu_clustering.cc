@@ -1,8 +1,8 @@
 // gpu-clustering: the FGD paper's GPU-clustering: nodes already hosting pods of the same kind first.
 // The rule itself is in baseline_scores.cc, next to the artifact's other rules.
-#include "troupe/sched/baseline_scores.h"
-#include "troupe/sched/node_scoring.h"
-#include "troupe/sched/policy_registry.h"
+#include "troupe/sched/policies/policy_registry.h"
+#include "troupe/sched/score/baseline_scores.h"
+#include "troupe/sched/score/node_scoring.h"
 
 namespace troupe::sched {
 

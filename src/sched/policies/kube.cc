@@ -1,8 +1,8 @@
 // kube: the stock kube-scheduler's resource scoring (LeastAllocated plus BalancedAllocation on
 // CPU and memory, 0..200; baseline_scores.cc), ties broken at random as its selectHost does.
-#include "troupe/sched/baseline_scores.h"
-#include "troupe/sched/node_scoring.h"
-#include "troupe/sched/policy_registry.h"
+#include "troupe/sched/policies/policy_registry.h"
+#include "troupe/sched/score/baseline_scores.h"
+#include "troupe/sched/score/node_scoring.h"
 
 namespace troupe::sched {
 

@@ -1,9 +1,9 @@
 // random: the FGD paper's Random. The simulator draws a fitting node, and a GPU for a share,
 // from its seeded stream (drawsNode). Live there is no random stream: a node ranks by a hash of
 // its name and load, which varies across nodes and pods without hidden state.
-#include "troupe/sched/node_scoring.h"
-#include "troupe/sched/policy_hooks.h"
-#include "troupe/sched/policy_registry.h"
+#include "troupe/sched/policies/policy_hooks.h"
+#include "troupe/sched/policies/policy_registry.h"
+#include "troupe/sched/score/node_scoring.h"
 
 namespace troupe::sched {
 namespace {

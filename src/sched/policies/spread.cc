@@ -1,6 +1,6 @@
 // spread: the emptiest node after the pod wins (GPU use, 0..1).
-#include "troupe/sched/node_scoring.h"
-#include "troupe/sched/policy_registry.h"
+#include "troupe/sched/policies/policy_registry.h"
+#include "troupe/sched/score/node_scoring.h"
 
 namespace troupe::sched {
 

@@ -32,10 +32,10 @@
 #include <string>
 
 #include "troupe/model/gpu_selection.h"
-#include "troupe/sched/fragmentation.h"
-#include "troupe/sched/node_scoring.h"
-#include "troupe/sched/policy_hooks.h"
-#include "troupe/sched/policy_registry.h"
+#include "troupe/sched/policies/policy_hooks.h"
+#include "troupe/sched/policies/policy_registry.h"
+#include "troupe/sched/score/fragmentation.h"
+#include "troupe/sched/score/node_scoring.h"
 
 namespace troupe::sched {
 namespace {
