@@ -361,20 +361,15 @@ std::optional<int> resolveKube(const ServeFlags& flags, KubeAccess& out) {
 // when nothing else provides them (`learn`: neither --cluster nor the API).
 Result<sched::SchedulerConfig> schedulerConfig(const config::ServeConfig& cfg, bool learn) {
   sched::SchedulerConfig sc;
+  sc.learning = cfg.learned_nodes;
   sc.learning.enabled = learn;
-  sc.learning.max_nodes = cfg.learned_max_nodes;
-  sc.learning.ttl = std::chrono::seconds(cfg.learned_ttl_seconds);
   Result<sched::PolicyPtr> policy = sched::builtinPolicies().create(cfg.policy);
   if (!policy.isOk()) return invalidArgument("policy.name: " + policy.status().message());
   sc.policy = std::move(policy).value();
   sc.narrow_to_best = cfg.narrow_to_best;
   sc.topology_levels = cfg.topology_levels;
-  sc.gang_timeout = cfg.gang_timeout;
-  sc.gang_max_timeout = cfg.gang_max_timeout;
-  sc.max_gangs = cfg.max_gangs;
-  sc.queue_min_runtime = cfg.queues.min_runtime;
+  sc.gang = cfg.gang;
   sc.reclaim = cfg.queues.reclaim;
-  sc.reclaim_timeout = cfg.queues.reclaim_timeout;
   return sc;
 }
 
@@ -388,8 +383,7 @@ kube::KubeOptions kubeOptions(const config::ServeConfig& cfg,
   if (gethostname(host, sizeof host - 1) == 0) o.events.instance = host;
   o.binder.scheduler_names = cfg.scheduler_names;
   o.binder.workers = cfg.bind_workers;
-  o.dra.gpu_drivers = cfg.dra_gpu_drivers;
-  o.dra.gpu_device_classes = cfg.dra_gpu_device_classes;
+  o.dra = cfg.dra;  // one struct (adapters/common/dra_options.h)
   o.queues.default_queue = cfg.queues.default_queue;
   o.queues.leader_lease = leader_lease;
   o.defrag = cfg.defrag;  // one struct (adapters/common/defrag_options.h)

@@ -260,17 +260,17 @@ Status parseQueues(const Where& w, const YAML::Node& q, QueuesConfig* out) {
   if (q["minRuntime"]) {
     Result<std::chrono::milliseconds> d = durationKey(w, q["minRuntime"], "queues.minRuntime", true);
     if (!d.isOk()) return d.status();
-    out->min_runtime = d.value();
+    out->reclaim.min_runtime = d.value();
   }
   if (q["reclaimTimeout"]) {
     Result<std::chrono::milliseconds> d = durationKey(w, q["reclaimTimeout"], "queues.reclaimTimeout", false);
     if (!d.isOk()) return d.status();
-    out->reclaim_timeout = d.value();
+    out->reclaim.timeout = d.value();
   }
   if (q["reclaim"]) {
     Result<bool> v = scalar<bool>(w, q["reclaim"], "queues.reclaim", "true or false");
     if (!v.isOk()) return v.status();
-    out->reclaim = v.value();
+    out->reclaim.enabled = v.value();
   }
   const YAML::Node defs = q["definitions"];
   if (!defs || defs.IsNull()) return Status::ok();
@@ -442,10 +442,9 @@ Status parseTopology(const Where& w, const YAML::Node& topology, ServeConfig* ou
   return Status::ok();
 }
 
-Status parseGang(const Where& w, const YAML::Node& gang, ServeConfig* out) {
+Status parseGang(const Where& w, const YAML::Node& gang, sched::GangSettings* out) {
   if (Status s = checkKeys(w, gang, "gang", {"timeout", "maxTimeout", "maxGangs"}); !s.isOk()) return s;
-  for (auto [key, target] :
-       {std::pair{"timeout", &out->gang_timeout}, {"maxTimeout", &out->gang_max_timeout}}) {
+  for (auto [key, target] : {std::pair{"timeout", &out->timeout}, {"maxTimeout", &out->max_timeout}}) {
     if (!gang[key]) continue;
     const std::string name = std::string("gang.") + key;
     Result<std::string> v = scalar<std::string>(w, gang[key], name, "a duration such as 5m");
@@ -456,7 +455,7 @@ Status parseGang(const Where& w, const YAML::Node& gang, ServeConfig* out) {
     }
     *target = d.value();
   }
-  if (out->gang_timeout > out->gang_max_timeout) {
+  if (out->timeout > out->max_timeout) {
     return w.at(gang, "gang.timeout",
                 "the default gang timeout must not exceed gang.maxTimeout (which must stay below "
                 "kube-scheduler's extender httpTimeout)");
@@ -520,26 +519,26 @@ Status parseDraNames(const Where& w, const YAML::Node& dra, const char* key, std
   return Status::ok();
 }
 
-Status parseDra(const Where& w, const YAML::Node& dra, ServeConfig* out) {
+Status parseDra(const Where& w, const YAML::Node& dra, adapters::DraOptions* out) {
   if (Status st = checkKeys(w, dra, "dra", {"gpuDrivers", "gpuDeviceClasses"}); !st.isOk()) return st;
-  if (Status st = parseDraNames(w, dra, "gpuDrivers", &out->dra_gpu_drivers); !st.isOk()) return st;
-  return parseDraNames(w, dra, "gpuDeviceClasses", &out->dra_gpu_device_classes);
+  if (Status st = parseDraNames(w, dra, "gpuDrivers", &out->gpu_drivers); !st.isOk()) return st;
+  return parseDraNames(w, dra, "gpuDeviceClasses", &out->gpu_device_classes);
 }
 
-Status parseLearnedNodes(const Where& w, const YAML::Node& learned, ServeConfig* out) {
+Status parseLearnedNodes(const Where& w, const YAML::Node& learned, sched::NodeLearning* out) {
   if (Status st = checkKeys(w, learned, "learnedNodes", {"maxNodes", "ttlSeconds"}); !st.isOk()) return st;
   if (learned["maxNodes"]) {
     Result<int64_t> v = boundedInt(w, learned["maxNodes"], "learnedNodes.maxNodes",
                                    "a number of nodes (1-1000000)", 1, 1000000, "must be 1 to 1000000");
     if (!v.isOk()) return v.status();
-    out->learned_max_nodes = static_cast<size_t>(v.value());
+    out->max_nodes = static_cast<size_t>(v.value());
   }
   if (learned["ttlSeconds"]) {
     Result<int64_t> v =
         boundedInt(w, learned["ttlSeconds"], "learnedNodes.ttlSeconds", "a number of seconds (1-31536000)", 1,
                    31536000, "must be 1 to 31536000 (a year)");
     if (!v.isOk()) return v.status();
-    out->learned_ttl_seconds = v.value();
+    out->ttl = std::chrono::seconds(v.value());
   }
   return Status::ok();
 }
@@ -568,13 +567,13 @@ Result<ServeConfig> parseServeConfig(const std::string& text, const std::string&
       {"limits", [&](const YAML::Node& n) { return parseLimits(w, n, &c.limits); }},
       {"metrics", [&](const YAML::Node& n) { return parseMetrics(w, n, &c.per_node_series); }},
       {"topology", [&](const YAML::Node& n) { return parseTopology(w, n, &c); }},
-      {"gang", [&](const YAML::Node& n) { return parseGang(w, n, &c); }},
+      {"gang", [&](const YAML::Node& n) { return parseGang(w, n, &c.gang); }},
       {"binder", [&](const YAML::Node& n) { return parseBinder(w, n, &c.bind_workers); }},
       {"schedulerNames", [&](const YAML::Node& n) { return parseSchedulerNames(w, n, &c.scheduler_names); }},
       {"defrag", [&](const YAML::Node& n) { return parseDefrag(w, n, &c.defrag); }},
       {"queues", [&](const YAML::Node& n) { return parseQueues(w, n, &c.queues); }},
-      {"dra", [&](const YAML::Node& n) { return parseDra(w, n, &c); }},
-      {"learnedNodes", [&](const YAML::Node& n) { return parseLearnedNodes(w, n, &c); }},
+      {"dra", [&](const YAML::Node& n) { return parseDra(w, n, &c.dra); }},
+      {"learnedNodes", [&](const YAML::Node& n) { return parseLearnedNodes(w, n, &c.learned_nodes); }},
   };
   for (const auto& [key, parse] : sections) {
     if (const YAML::Node node = root[key]) {
@@ -664,9 +663,9 @@ std::string formatServeConfig(const ServeConfig& c) {
   for (const std::string& level : c.topology_levels) out << level;
   out << YAML::EndSeq << YAML::EndMap;
   out << YAML::Key << "gang" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "timeout" << YAML::Value << formatDuration(c.gang_timeout);
-  out << YAML::Key << "maxTimeout" << YAML::Value << formatDuration(c.gang_max_timeout);
-  out << YAML::Key << "maxGangs" << YAML::Value << c.max_gangs;
+  out << YAML::Key << "timeout" << YAML::Value << formatDuration(c.gang.timeout);
+  out << YAML::Key << "maxTimeout" << YAML::Value << formatDuration(c.gang.max_timeout);
+  out << YAML::Key << "maxGangs" << YAML::Value << c.gang.max_gangs;
   out << YAML::EndMap;
   out << YAML::Key << "metrics" << YAML::Value << YAML::BeginMap;
   // Quoted: YAML 1.1 readers (Helm, PyYAML) take a bare on/off for a boolean.
@@ -681,15 +680,16 @@ std::string formatServeConfig(const ServeConfig& c) {
   out << YAML::EndMap;
   out << YAML::Key << "dra" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "gpuDrivers" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-  for (const std::string& name : c.dra_gpu_drivers) out << name;
+  for (const std::string& name : c.dra.gpu_drivers) out << name;
   out << YAML::EndSeq;
   out << YAML::Key << "gpuDeviceClasses" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-  for (const std::string& name : c.dra_gpu_device_classes) out << name;
+  for (const std::string& name : c.dra.gpu_device_classes) out << name;
   out << YAML::EndSeq;
   out << YAML::EndMap;
   out << YAML::Key << "learnedNodes" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "maxNodes" << YAML::Value << c.learned_max_nodes;
-  out << YAML::Key << "ttlSeconds" << YAML::Value << c.learned_ttl_seconds;
+  out << YAML::Key << "maxNodes" << YAML::Value << c.learned_nodes.max_nodes;
+  out << YAML::Key << "ttlSeconds" << YAML::Value
+      << std::chrono::duration_cast<std::chrono::seconds>(c.learned_nodes.ttl).count();
   out << YAML::EndMap;
   const ServerLimitsConfig& l = c.limits;
   out << YAML::Key << "limits" << YAML::Value << YAML::BeginMap;
@@ -704,9 +704,9 @@ std::string formatServeConfig(const ServeConfig& c) {
   const QueuesConfig& q = c.queues;
   out << YAML::Key << "queues" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "default" << YAML::Value << q.default_queue;
-  out << YAML::Key << "minRuntime" << YAML::Value << formatDuration(q.min_runtime);
-  out << YAML::Key << "reclaim" << YAML::Value << q.reclaim;
-  out << YAML::Key << "reclaimTimeout" << YAML::Value << formatDuration(q.reclaim_timeout);
+  out << YAML::Key << "minRuntime" << YAML::Value << formatDuration(q.reclaim.min_runtime);
+  out << YAML::Key << "reclaim" << YAML::Value << q.reclaim.enabled;
+  out << YAML::Key << "reclaimTimeout" << YAML::Value << formatDuration(q.reclaim.timeout);
   out << YAML::Key << "definitions" << YAML::Value;
   if (q.definitions.empty()) out << YAML::Flow;  // "definitions: []", as the chart writes it
   out << YAML::BeginSeq;

@@ -85,13 +85,17 @@
 #include <vector>
 
 #include "adapters/common/defrag_options.h"
+#include "adapters/common/dra_options.h"
 #include "adapters/common/per_node_series.h"
 #include "troupe/common/status.h"
 #include "troupe/model/node.h"
 #include "troupe/model/topology_levels.h"
 #include "troupe/model/topology_presets.h"
+#include "troupe/sched/cluster/node_learner.h"
+#include "troupe/sched/gang/gang_settings.h"
 #include "troupe/sched/policies/policy_args.h"
 #include "troupe/sched/queue/queue_spec.h"
+#include "troupe/sched/queue/reclaim_settings.h"
 
 namespace troupe::config {
 
@@ -109,9 +113,7 @@ struct ServerLimitsConfig {
 // queues: the standalone definitions and the reclaim settings of every mode.
 struct QueuesConfig {
   std::string default_queue = sched::kDefaultQueueName;
-  std::chrono::milliseconds min_runtime{std::chrono::minutes(5)};
-  bool reclaim = true;
-  std::chrono::milliseconds reclaim_timeout{std::chrono::minutes(2)};
+  sched::ReclaimSettings reclaim;  // minRuntime, reclaim, reclaimTimeout: the core takes it as it is
   // Checked as a tree when read (QueueTree::build): a definition the tree refuses is an error
   // naming its line, so the file never starts Troupe with a queue its pods cannot use.
   std::vector<sched::QueueSpec> definitions;
@@ -128,17 +130,15 @@ struct ServeConfig {
   bool narrow_to_best = false;  // filter.narrowTo: best
   std::vector<std::string> topology_levels = model::defaultTopologyLevels();
   std::string topology_preset = "default";  // the preset named (explicit levels replace its levels)
-  std::chrono::milliseconds gang_timeout{std::chrono::minutes(5)};
-  std::chrono::milliseconds gang_max_timeout{std::chrono::minutes(5)};
-  size_t max_gangs = 10000;
+  sched::GangSettings gang;                 // the core takes it as it is
   adapters::PerNodeSeries per_node_series;
   std::vector<std::string> scheduler_names = {"troupe-scheduler"};
-  std::vector<std::string> dra_gpu_drivers = {model::kDefaultDraGpuDriver};
-  std::vector<std::string> dra_gpu_device_classes = {model::kDefaultDraGpuDriver};
+  adapters::DraOptions dra;  // the kube adapter takes it as it is
   // Kubernetes mode: Bindings in flight at once (binder.workers); each worker sends one.
   int bind_workers = 8;
-  size_t learned_max_nodes = 10000;
-  int64_t learned_ttl_seconds = 3600;
+  // learnedNodes (maxNodes, ttlSeconds), as the core takes it; `enabled` is not a key: the mode
+  // decides it (serve turns it off when --cluster or the API provides the nodes).
+  sched::NodeLearning learned_nodes;
   ServerLimitsConfig limits;
   QueuesConfig queues;
   DefragConfig defrag;
@@ -152,9 +152,9 @@ Status checkSchedulerName(const std::string& name);
 Result<bool> parseNarrowTo(const std::string& value);
 
 // The whole config as YAML, every key written, in the form parseServeConfig reads back to an
-// equal ServeConfig (`troupe serve --print-config`). ServeConfig's member initialisers are the
-// one place a default is defined; scripts/check-defaults.py compares the chart, deploy/,
-// examples/ and the README against this output of the defaults.
+// equal ServeConfig (`troupe serve --print-config`). ServeConfig's member initialisers (with
+// those of the section structs it holds) are the one place a default is defined; scripts/check-defaults.py
+// compares the chart, deploy/, examples/ and the README against this output of the defaults.
 std::string formatServeConfig(const ServeConfig& config);
 
 // "auto" | "on" | "off" (metrics.perNodeSeries, --per-node-metrics); anything else is an error

@@ -21,10 +21,10 @@ namespace troupe::sched {
 namespace {
 
 GangBookConfig gangBookConfig(const SchedulerConfig& c) {
-  return {.max_timeout = c.gang_max_timeout,
+  return {.max_timeout = c.gang.max_timeout,
           .starvation = c.gang_starvation,
           .active_window = c.gang_active_window,
-          .max_gangs = c.max_gangs,
+          .max_gangs = c.gang.max_gangs,
           .topology_levels = c.topology_levels,
           .clock = c.clock};
 }
@@ -194,7 +194,7 @@ FilterResult Scheduler::filter(const PodFacts& pod, const std::vector<std::strin
                                const PodGroupInfo& pod_group) {
   const FilterParts parts{config_.policy,
                           config_.topology_levels,
-                          config_.gang_timeout,
+                          config_.gang.timeout,
                           config_.narrow_to_best,
                           config_.remember_scores,
                           config_.clock,
@@ -456,7 +456,7 @@ std::map<std::string, std::vector<std::string>> Scheduler::preempt(
   if (!req.isOk()) return out;  // an invalid pod fits nowhere: veto every candidate
   // Gangs are placed whole from free capacity; evicting pods for one member would only
   // strand GPUs, so Troupe vetoes preemption for gang members.
-  Result<std::optional<GangSpec>> gang = parseGang(pod, config_.gang_timeout);
+  Result<std::optional<GangSpec>> gang = parseGang(pod, config_.gang.timeout);
   if (!gang.isOk() || gang.value()) return out;
   const bool queues_on = queues_.enabled();
   std::string queue;

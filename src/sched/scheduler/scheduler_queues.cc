@@ -39,7 +39,7 @@ void Scheduler::notePod(const PodFacts& pod, QueueClock::time_point since,
   }
   // Without its PodGroup object (not read here) a native member's size is unknown, but its
   // gang is not: keep it with its gang for reclaims.
-  Result<std::optional<GangSpec>> gang = parseGang(pod, config_.gang_timeout);
+  Result<std::optional<GangSpec>> gang = parseGang(pod, config_.gang.timeout);
   const std::string gang_key = gang.isOk()                    ? (gang.value() ? gang.value()->key : "")
                                : pod.scheduling_group.empty() ? ""
                                                               : gangKeyOf(pod);

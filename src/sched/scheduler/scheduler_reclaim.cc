@@ -8,7 +8,7 @@
 namespace troupe::sched {
 
 std::optional<ReclaimPlan> Scheduler::planReclaim() {
-  if (!config_.reclaim || !queues_.enabled()) return std::nullopt;
+  if (!config_.reclaim.enabled || !queues_.enabled()) return std::nullopt;
   const Clock::time_point t = now();
   // The round in flight waits for its pending pods to be bound: those the model holds GPUs for
   // (bound, or reserved by a bind) settle here, once per reclaim tick.
@@ -31,7 +31,7 @@ std::optional<ReclaimPlan> Scheduler::planReclaim() {
   ReclaimInput in;
   in.topology_levels = config_.topology_levels;
   in.now = t;
-  in.min_runtime = config_.queue_min_runtime;
+  in.min_runtime = config_.reclaim.min_runtime;
   in.spared = reclaim_.spared(t);
   // The request filter parsed, where it has seen the pod; else the planner derives one.
   in.request = [this](const QueuedPod& p) -> std::optional<GpuRequest> {
@@ -60,7 +60,7 @@ std::optional<ReclaimPlan> Scheduler::planReclaim() {
     });
     plan = sched::planReclaim(in);
   }
-  if (!plan || !reclaim_.start(*plan, t, t + config_.reclaim_timeout)) return std::nullopt;
+  if (!plan || !reclaim_.start(*plan, t, t + config_.reclaim.timeout)) return std::nullopt;
   return plan;
 }
 
@@ -69,7 +69,7 @@ void Scheduler::reclaimFinished(const ReclaimPlan& plan, bool evicted, const std
     // Not carried out (a PodDisruptionBudget refused a dry run, say): its victims are spared
     // for a reclaim timeout, so the next plan looks for other pods.
     reclaim_.finish(plan);
-    reclaim_.spare(plan, now() + config_.reclaim_timeout);
+    reclaim_.spare(plan, now() + config_.reclaim.timeout);
     return;
   }
   // The plan stays in flight until its victims are gone (forgetPod, release) or it times out.

@@ -34,10 +34,12 @@
 #include "troupe/sched/filter/pending_pods.h"
 #include "troupe/sched/gang/gang.h"
 #include "troupe/sched/gang/gang_book.h"
+#include "troupe/sched/gang/gang_settings.h"
 #include "troupe/sched/policies/policy.h"
 #include "troupe/sched/queue/queue_book.h"
 #include "troupe/sched/queue/reclaim.h"
 #include "troupe/sched/queue/reclaim_book.h"
+#include "troupe/sched/queue/reclaim_settings.h"
 #include "troupe/sched/request/pod_request.h"
 #include "troupe/sched/request/request_mix.h"
 #include "troupe/sched/scheduler/wake_planner.h"
@@ -61,20 +63,13 @@ struct SchedulerConfig {
   // Narrowing reuses a node's value while the node, the request and the mix are unchanged
   // (ScoreMemo); off only to measure scoring from scratch.
   bool remember_scores = true;
-  // Gangs: the default bind-barrier wait (troupe.dev/gang-timeout overrides per gang); how
-  // long a gang may wait for capacity before the nodes it needs stop taking other pods; how
+  // Gangs (the config file's gang section): the default and longest bind-barrier wait and how
+  // many gangs are tracked at once.
+  GangSettings gang;
+  // How long a gang may wait for capacity before the nodes it needs stop taking other pods; how
   // recently a waiting gang must have been seen to keep its place in line.
-  std::chrono::milliseconds gang_timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds gang_starvation{std::chrono::minutes(2)};
   std::chrono::milliseconds gang_active_window{std::chrono::seconds(60)};
-  // The longest bind-barrier wait a pod's troupe.dev/gang-timeout may ask for (longer asks are
-  // capped, and the GangPlanned event says so). It must stay below kube-scheduler's extender
-  // httpTimeout: a bind released after kube-scheduler gave up on the call binds a pod it
-  // already put back in its queue.
-  std::chrono::milliseconds gang_max_timeout{std::chrono::minutes(5)};
-  // At most this many gangs are tracked; the filter of a pod that would start one more is
-  // refused with a reason (a flood of made-up gang names must not grow memory without bound).
-  size_t max_gangs = 10000;
   // Uids of pods known to be gone for good (deleted, terminating, finished), so a filter or
   // bind that kube-scheduler sends after the deletion cannot bring them back into a gang.
   size_t max_deleted_pods = 100000;
@@ -82,12 +77,9 @@ struct SchedulerConfig {
   // Network topology levels (node label keys, widest first) that gangs are packed into and
   // that troupe.dev/topology-required/-preferred name; empty turns them off.
   std::vector<std::string> topology_levels = model::defaultTopologyLevels();
-  // Queues (queue_book.h, reclaim.h): a pod may be reclaimed only after running this long; a
-  // reclaim in flight is given up (and may be planned again) after reclaim_timeout; reclaim
-  // off leaves admission and fair share on but never plans evictions.
-  std::chrono::milliseconds queue_min_runtime{std::chrono::minutes(5)};
-  std::chrono::milliseconds reclaim_timeout{std::chrono::minutes(2)};
-  bool reclaim = true;
+  // Queues (queue_book.h, reclaim.h): when a pod may be reclaimed, when a reclaim in flight is
+  // given up, and whether reclaim plans evictions at all (the config file's queues section).
+  ReclaimSettings reclaim;
   // How often tick() recomputes fair shares and which queues' pending pods fit. Short, because
   // kube-scheduler binds a burst of pods in a second or two: shares computed before the burst's
   // demand was seen would let the first queue to arrive take more than its share.
@@ -202,11 +194,11 @@ class Scheduler {
   std::shared_ptr<const RequestMix> requestMix() const { return mix_window_.current(); }
   std::vector<QueueStatus> queueStatuses() const;
   // The next reclaim to perform, or nullopt (none needed, reclaim off, or one in flight until
-  // its victims are gone or reclaim_timeout passes).
+  // its victims are gone or reclaim.timeout passes).
   std::optional<ReclaimPlan> planReclaim();
   // What the adapter did with a plan: `evicted` false (e.g. a PodDisruptionBudget refused a
   // member's eviction in the dry run) ends it at once and spares its victims for a
-  // reclaim_timeout, so the next plan picks other pods; `why` is counted and logged.
+  // reclaim.timeout, so the next plan picks other pods; `why` is counted and logged.
   void reclaimFinished(const ReclaimPlan& plan, bool evicted, const std::string& why);
 
   // --- waking pending pods (wake_planner.h) -------------------------------------------------

@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "adapters/common/dra_options.h"
 #include "adapters/common/logger.h"
 #include "adapters/kube/dra/dra_ledger.h"
 #include "adapters/kube/watch/kube_objects.h"
@@ -32,11 +33,7 @@
 
 namespace troupe::kube {
 
-// Which drivers and device classes are GPUs to the DRA accounting.
-struct DraOptions {
-  std::vector<std::string> gpu_drivers{model::kDefaultDraGpuDriver};
-  std::vector<std::string> gpu_device_classes{model::kDefaultDraGpuDriver};
-};
+using DraOptions = adapters::DraOptions;  // the config file's dra section
 
 // Whether the core's allocation `held` already is `want` (the same node, gang and GPUs), so it
 // need not be released and recorded again: e.g. the watch's echo of Troupe's own binding.

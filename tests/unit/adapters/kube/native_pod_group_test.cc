@@ -46,7 +46,7 @@ struct FakeClock {
 SchedulerConfig config(FakeClock& clock) {
   SchedulerConfig c;
   c.clock = [&clock] { return clock.t; };
-  c.gang_timeout = std::chrono::seconds(30);
+  c.gang.timeout = std::chrono::seconds(30);
   return c;
 }
 

@@ -33,17 +33,17 @@ learnedNodes: {maxNodes: 9, ttlSeconds: 10}
   CHECK(v.policy.args.troupe.pack_weight == 0.7);
   CHECK(v.narrow_to_best);
   CHECK(v.topology_preset == "gke");
-  CHECK(v.gang_timeout == std::chrono::seconds(30));
-  CHECK(v.gang_max_timeout == std::chrono::minutes(1));
-  CHECK(v.max_gangs == 7);
+  CHECK(v.gang.timeout == std::chrono::seconds(30));
+  CHECK(v.gang.max_timeout == std::chrono::minutes(1));
+  CHECK(v.gang.max_gangs == 7);
   CHECK(v.bind_workers == 3);
   CHECK(v.scheduler_names == std::vector<std::string>{"a", "b"});
   CHECK_FALSE(v.defrag.enabled);
   CHECK(v.defrag.max_moves == 2);
-  CHECK(v.dra_gpu_drivers == std::vector<std::string>{"x.example.com"});
-  CHECK(v.dra_gpu_device_classes.empty());
-  CHECK(v.learned_max_nodes == 9);
-  CHECK(v.learned_ttl_seconds == 10);
+  CHECK(v.dra.gpu_drivers == std::vector<std::string>{"x.example.com"});
+  CHECK(v.dra.gpu_device_classes.empty());
+  CHECK(v.learned_nodes.max_nodes == 9);
+  CHECK(v.learned_nodes.ttl == std::chrono::seconds(10));
 }
 
 TEST_CASE("config sections: with errors in several sections the first in parsing order is reported",

@@ -15,9 +15,9 @@ TEST_CASE("queue config: defaults", "[config][queue]") {
   REQUIRE(c.isOk());
   const QueuesConfig& q = c.value().queues;
   CHECK(q.default_queue == "default");
-  CHECK(q.min_runtime == std::chrono::minutes(5));
-  CHECK(q.reclaim);
-  CHECK(q.reclaim_timeout == std::chrono::minutes(2));
+  CHECK(q.reclaim.min_runtime == std::chrono::minutes(5));
+  CHECK(q.reclaim.enabled);
+  CHECK(q.reclaim.timeout == std::chrono::minutes(2));
   CHECK(q.definitions.empty());
   const std::string text = formatServeConfig(c.value());
   for (const char* key : {"queues:", "default: default", "minRuntime: 300s", "reclaim: true",
@@ -48,9 +48,9 @@ TEST_CASE("queue config: every key and the definitions", "[config][queue]") {
   REQUIRE(c.isOk());
   const QueuesConfig& q = c.value().queues;
   CHECK(q.default_queue == "research");
-  CHECK(q.min_runtime == std::chrono::seconds(90));
-  CHECK_FALSE(q.reclaim);
-  CHECK(q.reclaim_timeout == std::chrono::seconds(30));
+  CHECK(q.reclaim.min_runtime == std::chrono::seconds(90));
+  CHECK_FALSE(q.reclaim.enabled);
+  CHECK(q.reclaim.timeout == std::chrono::seconds(30));
   REQUIRE(q.definitions.size() == 2);
   const auto& research = q.definitions[0];
   CHECK(research.name == "research");
@@ -75,9 +75,9 @@ TEST_CASE("queue config: every key and the definitions", "[config][queue]") {
   REQUIRE(back.isOk());
   CHECK(back.value().queues.definitions == q.definitions);
   CHECK(back.value().queues.default_queue == q.default_queue);
-  CHECK(back.value().queues.min_runtime == q.min_runtime);
-  CHECK(back.value().queues.reclaim == q.reclaim);
-  CHECK(back.value().queues.reclaim_timeout == q.reclaim_timeout);
+  CHECK(back.value().queues.reclaim.min_runtime == q.reclaim.min_runtime);
+  CHECK(back.value().queues.reclaim.enabled == q.reclaim.enabled);
+  CHECK(back.value().queues.reclaim.timeout == q.reclaim.timeout);
   CHECK(formatServeConfig(back.value()) == text);
 }
 

@@ -13,8 +13,8 @@ TEST_CASE("serve config: schedulerNames and learnedNodes defaults", "[config][se
   auto c = parseServeConfig("listen: 127.0.0.1:1\n", "t.yaml");
   REQUIRE(c.isOk());
   CHECK(c.value().scheduler_names == std::vector<std::string>{"troupe-scheduler"});
-  CHECK(c.value().learned_max_nodes == 10000);
-  CHECK(c.value().learned_ttl_seconds == 3600);
+  CHECK(c.value().learned_nodes.max_nodes == 10000);
+  CHECK(c.value().learned_nodes.ttl == std::chrono::seconds(3600));
 }
 
 TEST_CASE("serve config: schedulerNames", "[config][security]") {
@@ -47,8 +47,8 @@ TEST_CASE("serve config: scheduler profile names are DNS subdomains", "[config][
 TEST_CASE("serve config: learnedNodes", "[config][security]") {
   auto c = parseServeConfig("learnedNodes: {maxNodes: 500, ttlSeconds: 60}\n", "t.yaml");
   REQUIRE(c.isOk());
-  CHECK(c.value().learned_max_nodes == 500);
-  CHECK(c.value().learned_ttl_seconds == 60);
+  CHECK(c.value().learned_nodes.max_nodes == 500);
+  CHECK(c.value().learned_nodes.ttl == std::chrono::seconds(60));
   c = parseServeConfig("learnedNodes:\n  maxNodes: 0\n", "t.yaml");
   REQUIRE_FALSE(c.isOk());
   CHECK_THAT(c.status().message(),
@@ -82,18 +82,18 @@ TEST_CASE("serve config: binder.workers bounds the Bindings in flight", "[config
 TEST_CASE("serve config: dra drivers and device classes", "[config][dra]") {
   auto c = parseServeConfig("listen: 127.0.0.1:1\n", "t.yaml");
   REQUIRE(c.isOk());
-  CHECK(c.value().dra_gpu_drivers == std::vector<std::string>{"gpu.nvidia.com"});
-  CHECK(c.value().dra_gpu_device_classes == std::vector<std::string>{"gpu.nvidia.com"});
+  CHECK(c.value().dra.gpu_drivers == std::vector<std::string>{"gpu.nvidia.com"});
+  CHECK(c.value().dra.gpu_device_classes == std::vector<std::string>{"gpu.nvidia.com"});
   c = parseServeConfig("dra:\n  gpuDrivers: [gpu.example.com, gpu.nvidia.com]\n  gpuDeviceClasses: []\n",
                        "t.yaml");
   REQUIRE(c.isOk());
-  CHECK(c.value().dra_gpu_drivers == std::vector<std::string>{"gpu.example.com", "gpu.nvidia.com"});
-  CHECK(c.value().dra_gpu_device_classes.empty());
+  CHECK(c.value().dra.gpu_drivers == std::vector<std::string>{"gpu.example.com", "gpu.nvidia.com"});
+  CHECK(c.value().dra.gpu_device_classes.empty());
   // What --print-config writes reads back the same.
   auto again = parseServeConfig(troupe::config::formatServeConfig(c.value()), "printed.yaml");
   REQUIRE(again.isOk());
-  CHECK(again.value().dra_gpu_drivers == c.value().dra_gpu_drivers);
-  CHECK(again.value().dra_gpu_device_classes.empty());
+  CHECK(again.value().dra.gpu_drivers == c.value().dra.gpu_drivers);
+  CHECK(again.value().dra.gpu_device_classes.empty());
   c = parseServeConfig("dra:\n  gpuDrivers: [gpu.nvidia.com, GPU_Driver]\n", "t.yaml");
   REQUIRE_FALSE(c.isOk());
   CHECK_THAT(c.status().message(),

@@ -22,8 +22,8 @@ struct FakeClock {
 SchedulerConfig lifecycleConfig(FakeClock& clock) {
   SchedulerConfig c;
   c.clock = [&clock] { return clock.t; };
-  c.gang_timeout = std::chrono::seconds(30);
-  c.gang_max_timeout = std::chrono::seconds(60);
+  c.gang.timeout = std::chrono::seconds(30);
+  c.gang.max_timeout = std::chrono::seconds(60);
   c.gang_starvation = std::chrono::seconds(120);
   return c;
 }
@@ -220,7 +220,7 @@ TEST_CASE("gang lifecycle: a pod's gang-timeout is capped at the configured maxi
 TEST_CASE("gang lifecycle: the number of gangs is bounded", "[gang][lifecycle]") {
   FakeClock clock;
   SchedulerConfig c = lifecycleConfig(clock);
-  c.max_gangs = 3;
+  c.gang.max_gangs = 3;
   Scheduler s(c);
   const auto names = addNodes(s, 1);
   for (int i = 0; i < 3; ++i) s.filter(member("g" + std::to_string(i), "p" + std::to_string(i), 8, 9), names);
@@ -298,9 +298,9 @@ TEST_CASE("gang lifecycle: config keys gang.timeout, gang.maxTimeout, gang.maxGa
   auto c =
       troupe::config::parseServeConfig("gang:\n  timeout: 2m\n  maxTimeout: 10m\n  maxGangs: 50\n", "t.yaml");
   REQUIRE(c.isOk());
-  CHECK(c.value().gang_timeout == std::chrono::minutes(2));
-  CHECK(c.value().gang_max_timeout == std::chrono::minutes(10));
-  CHECK(c.value().max_gangs == 50);
+  CHECK(c.value().gang.timeout == std::chrono::minutes(2));
+  CHECK(c.value().gang.max_timeout == std::chrono::minutes(10));
+  CHECK(c.value().gang.max_gangs == 50);
   c = troupe::config::parseServeConfig("gang:\n  timeout: 10m\n  maxTimeout: 5m\n", "t.yaml");
   REQUIRE_FALSE(c.isOk());
   CHECK_THAT(c.status().message(), Catch::Contains("must not exceed gang.maxTimeout"));

@@ -190,8 +190,8 @@ class World {
   SchedulerConfig config() {
     SchedulerConfig c;
     c.clock = [this] { return clock_; };
-    c.gang_timeout = kDefaultTimeout;
-    c.gang_max_timeout = kMaxTimeout;
+    c.gang.timeout = kDefaultTimeout;
+    c.gang.max_timeout = kMaxTimeout;
     c.gang_starvation = std::chrono::seconds(120);
     c.gang_active_window = std::chrono::seconds(60);
     c.topology_levels = {kRackLabel};

@@ -28,7 +28,7 @@ struct FakeClock {
 SchedulerConfig gangConfig(FakeClock& clock) {
   SchedulerConfig c;
   c.clock = [&clock] { return clock.t; };
-  c.gang_timeout = std::chrono::seconds(30);
+  c.gang.timeout = std::chrono::seconds(30);
   c.gang_starvation = std::chrono::seconds(120);
   return c;
 }

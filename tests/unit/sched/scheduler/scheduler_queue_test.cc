@@ -30,7 +30,7 @@ struct Fixture {
   SchedulerConfig config() {
     SchedulerConfig c;
     c.clock = [this] { return t; };
-    c.gang_timeout = std::chrono::seconds(30);
+    c.gang.timeout = std::chrono::seconds(30);
     return c;
   }
   Fixture() {

@@ -48,9 +48,9 @@ struct Fleet {
   explicit Fleet(bool reclaim = true, bool queues = true, int64_t research_guaranteed = 8000) {
     SchedulerConfig c;
     c.clock = [this] { return clock.t; };
-    c.queue_min_runtime = std::chrono::minutes(5);
-    c.reclaim_timeout = std::chrono::minutes(2);
-    c.reclaim = reclaim;
+    c.reclaim.min_runtime = std::chrono::minutes(5);
+    c.reclaim.timeout = std::chrono::minutes(2);
+    c.reclaim.enabled = reclaim;
     s = std::make_unique<Scheduler>(c);
     if (queues) s->setQueues(QueueTree::build({queue("batch"), queue("research", research_guaranteed)}));
     REQUIRE(s->upsertNode(gpuNode("n0", 8)).isOk());
