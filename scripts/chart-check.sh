@@ -60,9 +60,10 @@ for f in $CHART/dashboards/troupe.json deploy/grafana-dashboard.json; do
   diff -q "$WORK/dashboard.json" "$f" >/dev/null \
     || fail "$f is stale: run python3 scripts/chart-dashboard.py && scripts/chart-render-deploy.sh"
 done
-# Registered through prometheus-cpp (.Name), or written directly (# TYPE, node_gpus_text.cc).
+# Every metric name is a string literal in src/adapters/metrics/ (registered through
+# prometheus-cpp, or written directly: # TYPE in node_gpus_text.cc).
 known=$({
-  grep -oh '\.Name("troupe_[a-z_]*")' src/adapters/metrics/*.cc | sed 's/.*("\(.*\)")/\1/'
+  grep -oh '"troupe_[a-z_]*"' src/adapters/metrics/*.cc | tr -d '"'
   grep -oh '# TYPE troupe_[a-z_]*' src/adapters/metrics/*.cc | sed 's/# TYPE //'
 })
 grep -o 'troupe_[a-z_]*' "$WORK/dashboard.json" | sort -u | while read -r name; do
