@@ -283,4 +283,15 @@ struct SyncWorld {
   ClusterSync sync{scheduler, logger};
 };
 
+// A SyncWorld with one queue, team-a, and one 8-GPU node n1: where the queue tests of the pod
+// watch start.
+struct TeamQueueSyncWorld : SyncWorld {
+  TeamQueueSyncWorld() {
+    troupe::sched::QueueSpec team;
+    team.name = "team-a";
+    scheduler.setQueues(troupe::sched::QueueTree::build({team}));
+    sync.nodeHandler().event(WatchEventType::kAdded, toKube(nodeJson("n1", 8)));
+  }
+};
+
 }  // namespace troupe::kube::testing

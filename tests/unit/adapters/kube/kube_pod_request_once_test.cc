@@ -12,18 +12,10 @@ namespace {
 using troupe::Result;
 using troupe::kube::decodePod;
 using troupe::kube::PodView;
-using troupe::kube::WatchEventType;
-using troupe::kube::testing::nodeJson;
 using troupe::kube::testing::podJson;
 using troupe::kube::testing::toKube;
 
-struct World : troupe::kube::testing::SyncWorld {
-  World() {
-    troupe::sched::QueueSpec team;
-    team.name = "team-a";
-    scheduler.setQueues(troupe::sched::QueueTree::build({team}));
-    sync.nodeHandler().event(WatchEventType::kAdded, toKube(nodeJson("n1", 8)));
-  }
+struct World : troupe::kube::testing::TeamQueueSyncWorld {
   int64_t pendingMilli() {
     for (const auto& s : scheduler.queueStatuses()) {
       if (s.spec.name == "team-a") return s.pending_milli;

@@ -10,17 +10,10 @@ namespace {
 
 using nlohmann::json;
 using troupe::kube::WatchEventType;
-using troupe::kube::testing::nodeJson;
 using troupe::kube::testing::podJson;
 using troupe::kube::testing::toKube;
 
-struct World : troupe::kube::testing::SyncWorld {
-  World() {
-    troupe::sched::QueueSpec team;
-    team.name = "team-a";
-    scheduler.setQueues(troupe::sched::QueueTree::build({team}));
-    sync.nodeHandler().event(WatchEventType::kAdded, toKube(nodeJson("n1", 8)));
-  }
+struct World : troupe::kube::testing::TeamQueueSyncWorld {
   void pod(const json& p, WatchEventType t = WatchEventType::kModified) {
     sync.podHandler().event(t, toKube(p));
   }
