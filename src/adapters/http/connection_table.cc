@@ -58,13 +58,22 @@ size_t ConnectionTable::count(Phase phase) const {
 
 std::optional<ConnectionTable::Evicted> ConnectionTable::evictOne() {
   std::lock_guard lock(mu_);
-  for (std::list<Id>& order : order_) {
-    if (order.empty()) continue;
-    auto it = entries_.find(order.front());
+  auto take = [this](Id id) {
+    auto it = entries_.find(id);
     Evicted out{it->second.member.lock(), it->second.phase};
     unlink(it->second);
     entries_.erase(it);
     return out;
+  };
+  std::list<Id>& fresh = order_[static_cast<size_t>(Phase::kNew)];
+  size_t peeked = 0;
+  for (auto it = fresh.begin(); it != fresh.end() && peeked < kPeekNew; ++it, ++peeked) {
+    const std::shared_ptr<Member> m = entries_.at(*it).member.lock();
+    if (!m || !m->requestWaiting()) return take(*it);
+  }
+  for (const Phase phase : {Phase::kStarted, Phase::kNew, Phase::kIdle}) {
+    const std::list<Id>& order = order_[static_cast<size_t>(phase)];
+    if (!order.empty()) return take(order.front());
   }
   return std::nullopt;
 }

@@ -6,7 +6,10 @@
 // Eviction order (oldest first within each phase):
 //   1. kNew: accepted, no byte of a request yet (a port scanner, an idle flood; TLS handshakes);
 //   2. kStarted: part of a first request's header, never a whole request (slow headers);
-//   3. kIdle: kept alive between requests, the one idle longest first (a client that uses its
+//   3. kNew whose request is already waiting in the kernel, unread: during a flood the acceptor
+//      outruns the reads, and a probe that sent its whole request at once must not lose its
+//      slot to the silent connections accepted after it (Member::requestWaiting);
+//   4. kIdle: kept alive between requests, the one idle longest first (a client that uses its
 //      connection often, such as kube-scheduler, has the most recent use);
 //   never kBusy: a request is being read past its header, handled or answered.
 //
@@ -35,6 +38,8 @@ class ConnectionTable {
    public:
     virtual ~Member() = default;
     virtual void close() = 0;
+    // Bytes of a request have arrived and are not read yet (a peek at the socket; any thread).
+    virtual bool requestWaiting() const { return false; }
   };
   using Id = uint64_t;
   struct Evicted {
@@ -60,6 +65,9 @@ class ConnectionTable {
 
  private:
   static constexpr size_t kOrdered = 3;  // kNew, kStarted, kIdle have an eviction order
+  // How many of the oldest kNew connections evictOne peeks at for a silent one: a flood's
+  // front is silent, and the bound keeps an accept O(1) when the reads fall far behind.
+  static constexpr size_t kPeekNew = 64;
   struct Entry {
     std::weak_ptr<Member> member;
     Phase phase = Phase::kNew;

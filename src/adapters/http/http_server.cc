@@ -19,6 +19,7 @@
 // answer while every worker is busy; `worker_threads` run the verbs and /metrics. A bind parked
 // at a gang barrier holds no thread: its answer is posted back to the connection when it comes.
 #include <malloc.h>
+#include <sys/ioctl.h>
 
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
@@ -237,7 +238,8 @@ class Session : public ConnectionTable::Member, public std::enable_shared_from_t
       : shared_(std::move(shared)),
         tls_(std::move(tls)),
         stream_(std::move(stream)),
-        buffer_(shared_->options.limits.max_header_bytes + 2 * kReadChunk) {
+        buffer_(shared_->options.limits.max_header_bytes + 2 * kReadChunk),
+        fd_(beast::get_lowest_layer(stream_).socket().native_handle()) {
     ++shared_->connections;
   }
   ~Session() override {
@@ -267,6 +269,12 @@ class Session : public ConnectionTable::Member, public std::enable_shared_from_t
 
   void close() override {
     net::post(stream_.get_executor(), [self = this->shared_from_this()] { self->closeNow(); });
+  }
+  // Called by the acceptor's thread: only the kernel is asked (the descriptor, not the stream).
+  bool requestWaiting() const override {
+    const int fd = fd_.load();
+    int waiting = 0;
+    return fd >= 0 && ::ioctl(fd, FIONREAD, &waiting) == 0 && waiting > 0;
   }
 
  private:
@@ -566,6 +574,7 @@ class Session : public ConnectionTable::Member, public std::enable_shared_from_t
   }
 
   void closeNow() {
+    fd_.store(-1);
     releaseReserved();
     beast::error_code ignored;
     lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
@@ -589,6 +598,7 @@ class Session : public ConnectionTable::Member, public std::enable_shared_from_t
   bool first_ = true;  // no request answered on this connection yet
   bool close_after_ = false;
   bool linger_ = false;
+  std::atomic<int> fd_;  // the socket's descriptor for requestWaiting; -1 once closed
 };
 
 }  // namespace

@@ -1,7 +1,7 @@
 // ConnectionTable: which connection a listener at its cap closes (the oldest that never sent a
-// byte, then the oldest with a header begun, then the one idle longest; never one
-// mid-request), checked against a plain model over random sequences; and the per-listener
-// cap that fits the open-file limit.
+// byte, then the oldest with a header begun, then a new one whose request waits unread, then
+// the one idle longest; never one mid-request), checked against a plain model over random sequences; and the
+// per-listener cap that fits the open-file limit.
 #include "adapters/http/connection_table.h"
 
 #include <algorithm>
@@ -21,10 +21,21 @@ namespace {
 
 struct FakeConnection : ConnectionTable::Member {
   int closed = 0;
+  bool waiting = false;  // what a peek at its socket would say
   void close() override { ++closed; }
+  bool requestWaiting() const override { return waiting; }
 };
 
-int rank(Phase p) { return static_cast<int>(p); }
+// The eviction order: silent new, header begun, new with a request waiting, idle.
+int rank(Phase p, bool waiting) {
+  switch (p) {
+    case Phase::kNew: return waiting ? 2 : 0;
+    case Phase::kStarted: return 1;
+    case Phase::kIdle: return 3;
+    case Phase::kBusy: break;
+  }
+  return 4;
+}
 
 }  // namespace
 
@@ -67,6 +78,32 @@ TEST_CASE("a connection table evicts new connections first, oldest first, and ne
   CHECK(table.members().empty());
 }
 
+TEST_CASE("a new connection whose request already waits unread outlasts the silent ones and slow headers",
+          "[http][connections]") {
+  // The FLOOD-V case: a /healthz probe accepted amid 3,000 idle connections sent its request at
+  // once, but the acceptor ran ahead of the reads; the idle ones accepted after it go first.
+  ConnectionTable table;
+  std::vector<std::shared_ptr<FakeConnection>> c;
+  for (int i = 0; i < 6; ++i) {
+    c.push_back(std::make_shared<FakeConnection>());
+    const ConnectionTable::Id id = table.add(c.back());
+    if (i == 4) REQUIRE(table.enter(id, Phase::kStarted));
+    if (i == 5) {
+      REQUIRE(table.enter(id, Phase::kBusy));
+      REQUIRE(table.enter(id, Phase::kIdle));
+    }
+  }
+  c[0]->waiting = true;  // the probe, oldest of the new ones
+  c[2]->waiting = true;
+  std::vector<int> order;
+  while (std::optional<ConnectionTable::Evicted> e = table.evictOne()) {
+    for (int i = 0; i < 6; ++i) {
+      if (e->member == c[i]) order.push_back(i);
+    }
+  }
+  CHECK(order == std::vector<int>{1, 3, 4, 0, 2, 5});
+}
+
 TEST_CASE("a connection being destroyed still frees its slot when evicted", "[http][connections]") {
   ConnectionTable table;
   ConnectionTable::Id gone = 0;
@@ -106,6 +143,7 @@ TEST_CASE("on random sequences a connection table evicts what a plain model says
       const int op = std::uniform_int_distribution<int>(0, 9)(rng);
       if (op <= 2) {
         auto conn = std::make_shared<FakeConnection>();
+        conn->waiting = std::uniform_int_distribution<int>(0, 3)(rng) == 0;
         model[table.add(conn)] = {Phase::kNew, ++clock, conn};
       } else if (op <= 6) {
         if (auto id = pick()) {
@@ -129,8 +167,9 @@ TEST_CASE("on random sequences a connection table evicts what a plain model says
         std::optional<ConnectionTable::Id> want;
         for (const auto& [id, m] : model) {
           if (m.phase == Phase::kBusy) continue;
-          if (!want ||
-              std::pair(rank(m.phase), m.since) < std::pair(rank(model[*want].phase), model[*want].since)) {
+          const Model& w = want ? model[*want] : m;
+          if (!want || std::pair(rank(m.phase, m.conn->waiting), m.since) <
+                           std::pair(rank(w.phase, w.conn->waiting), w.since)) {
             want = id;
           }
         }
