@@ -496,6 +496,66 @@ def test_reclaim_pays_a_guaranteed_queues_whole_debt_in_one_round_within_60s_and
     assert len(prod_bound) == owed, f"{len(prod_bound)} prod pods bound; guaranteed {owed} and nothing else is free"
 
 
+
+def test_a_released_reclaim_hold_lets_the_pods_it_kept_out_bind_within_30_s(
+        api, kube, namespace, scheduler_name, queues, names):
+    """A reclaim's hold ends with no event kube-scheduler reacts to. `batch` (preemptible) fills the
+    fleet; `prod` (guaranteed 8) submits 8 pods and reclaim evicts 8 batch pods (they linger,
+    terminating, as without a kubelet). 8 more batch pods arrive; then prod's pods are deleted and
+    the victims confirmed gone. The plan ends at Troupe's next reclaim tick (every pod it was for is
+    gone), and the 8 late batch pods must bind within WAKE_S of the last deletion. kube-scheduler
+    retries them on those deletions, often before the tick, when the hold still refuses them; then
+    only Troupe's wake brings them back before the 5-minute flush (printed: refused by the hold, woken)."""
+    fleet, tainted = fleet_gpus(api)
+    assert not tainted, f"tainted nodes of another test are still there: {tainted[:5]}"
+    assert fleet >= 24, f"the fleet has {fleet} GPUs; this test needs at least 24"
+    wait_fleet_idle(api)
+    batch, prod = names("batch"), names("prod")
+    queues([queue(batch, weight=1, preemptible=True), queue(prod, weight=1, guaranteed=8)])
+    # A grace period keeps an evicted pod terminating, holding its GPUs, until confirm_deletions.
+    create_pods(api, namespace, [one_gpu_pod(f"batch-{i:03d}", scheduler_name, batch, terminationGracePeriodSeconds=30)
+                                 for i in range(fleet)])
+    kube.wait_for(lambda: bound_by_queue(api, namespace).get(batch, 0) == fleet, timeout=180, interval=1,
+                  desc=f"batch to fill the fleet ({fleet} GPUs)")
+    mark_running(api, namespace, [p for p in api.list_pods(namespace) if p["spec"].get("nodeName")])
+    time.sleep(2)  # past the minimum runtime (1 s)
+
+    prod_names = [f"prod-{i}" for i in range(8)]
+    create_pods(api, namespace, [one_gpu_pod(n, scheduler_name, prod) for n in prod_names])
+
+    def terminating():
+        return [p["metadata"]["name"] for p in api.list_pods(namespace) if p["metadata"].get("deletionTimestamp")]
+
+    kube.wait_for(lambda: len(terminating()) >= 8, timeout=RECLAIM_ROUND_S, interval=0.5,
+                  desc="reclaim to evict 8 batch pods for prod")
+    late = [f"late-{i}" for i in range(8)]
+    create_pods(api, namespace, [one_gpu_pod(n, scheduler_name, batch) for n in late])
+    time.sleep(3)  # refused: the victims still hold their GPUs, and what they free is prod's
+
+    for n in prod_names:
+        api.delete_pod(namespace, n)
+    kube.wait_for(lambda: not any(p["metadata"]["name"] in prod_names for p in api.list_pods(namespace)),
+                  timeout=30, interval=0.25, desc="prod's pods gone")
+    confirm_deletions(api, namespace)
+    t0 = time.monotonic()
+
+    def bound():
+        return sorted(p["metadata"]["name"] for p in api.list_pods(namespace)
+                      if p["spec"].get("nodeName") and p["metadata"]["name"] in late)
+
+    try:
+        kube.wait_for(lambda: len(bound()) == 8, timeout=WAKE_S, interval=0.25,
+                      desc=f"the 8 late pods bound within {WAKE_S:.0f} s of the hold's end")
+    except TimeoutError:
+        raise AssertionError(f"{WAKE_S:.0f} s after the reclaim's pods and victims were gone, bound: {bound()}; "
+                             f"events: { {n: failed_scheduling(api, namespace, n)[-1:] for n in late} }") from None
+    elapsed = time.monotonic() - t0
+    held_back = [n for n in late if any("reclaim" in m for m in failed_scheduling(api, namespace, n))]
+    woken = [n for n in late if WAKE_ANNOTATION in (api.get_pod(namespace, n)["metadata"].get("annotations") or {})]
+    print(f"\nreclaim hold released: the 8 late pods bound {elapsed:.1f} s after the last deletion; "
+          f"{len(held_back)} were refused by the hold, {len(woken)} woken by Troupe")
+    assert bound_by_queue(api, namespace) == {batch: fleet}
+
 # ---- the CRD --------------------------------------------------------------------------------
 def test_the_api_server_refuses_a_queue_the_crd_schema_rejects_and_defaults_the_rest(kube, names, queues):
     good = names("schema-ok")
