@@ -49,6 +49,9 @@
 #                          e2e_feature_gates in lib-e2e.sh), kube-scheduler with the same gates (its
 #                          PodGroup cycle and gang plugin; docs/gangs-native.md). Default: none. Kept in
 #                          state.env like TROUPE_MODE.
+#   K8S_FEATURES=workload-jobs  (1.37+) workload, and WorkloadWithJob on kube-apiserver and
+#                          kube-controller-manager: the Job controller makes each new Job's Workload
+#                          and PodGroup (tests/e2e/test_jobs.py).
 #   TROUPE_DEPLOY=chart    the scheduler pair is the Helm chart's own pod, not host processes:
 #                          `helm install` of charts/troupe, its Deployment's two containers run
 #                          under podman from the built images with the chart's RBAC, tokens,
@@ -202,7 +205,11 @@ TROUPE_MODE="${requested_mode:-standalone}"   # not a stale state.env's
 TROUPE_TLS="${requested_tls:-0}"
 case "$TROUPE_TLS" in 0|1) ;; *) e2e_die "TROUPE_TLS='$TROUPE_TLS' must be 0 or 1" ;; esac
 K8S_FEATURES="$requested_features"   # not a stale state.env's
-case "$K8S_FEATURES" in '' | workload) ;; *) e2e_die "K8S_FEATURES='$K8S_FEATURES' must be empty or workload" ;; esac
+case "$K8S_FEATURES" in
+  '' | workload) ;;
+  workload-jobs) [ "$(k8s_minor "$K8S_VERSION")" -ge 37 ] || e2e_die "K8S_FEATURES=workload-jobs needs Kubernetes 1.37+ (WorkloadWithJob)" ;;
+  *) e2e_die "K8S_FEATURES='$K8S_FEATURES' must be empty, workload or workload-jobs" ;;
+esac
 TROUPE_DEPLOY="$requested_deploy"   # not a stale state.env's
 case "$TROUPE_DEPLOY" in
   '') ;;

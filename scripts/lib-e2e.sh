@@ -327,13 +327,15 @@ e2e_leader() {
 #         PodGroup objects, which Troupe does not read there)
 #   1.36: GenericWorkload + GangScheduling, scheduling.k8s.io/v1alpha2 (PodGroups)
 #   1.37+: GenericWorkload (beta; GangScheduling and WorkloadAwarePreemption were folded into
-#         it), scheduling.k8s.io/v1beta1 (PodGroups; v1alpha2 was removed), and WorkloadWithJob
-#         (alpha): the Job controller makes a Workload and a PodGroup for every new Job
+#         it), scheduling.k8s.io/v1beta1 (PodGroups; v1alpha2 was removed)
+# workload-jobs (1.37+): workload and WorkloadWithJob (alpha): the Job controller makes a Workload
+#   and a PodGroup for every new Job (a basic one unless the Job asks for a gang).
 e2e_feature_gates() {
   case "${K8S_FEATURES:-}" in
+    workload-jobs) echo "GenericWorkload=true,WorkloadWithJob=true" ;;
     workload)
       if [ "$(k8s_minor "$K8S_VERSION")" -ge 37 ]; then
-        echo "GenericWorkload=true,WorkloadWithJob=true"
+        echo "GenericWorkload=true"
       else
         echo "GenericWorkload=true,GangScheduling=true"
       fi ;;
@@ -368,6 +370,7 @@ kcm_start() {
   e2e_start kube-controller-manager "$K8S_BIN/kube-controller-manager" \
     --kubeconfig="$E2E_KCM_KUBECONFIG" \
     --authentication-kubeconfig="$E2E_KCM_KUBECONFIG" --authorization-kubeconfig="$E2E_KCM_KUBECONFIG" \
+    --authentication-skip-lookup \
     --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --cert-dir="$E2E_DIR/pki/kcm" \
     --leader-elect=false --use-service-account-credentials=true \
     --controllers='*,-node-lifecycle-controller,-kube-apiserver-serving-clustertrustbundle-publisher-controller' \

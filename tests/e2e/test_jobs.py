@@ -4,7 +4,7 @@ ServiceAccount controllers make accounts and tokens.
 
 - An Indexed `batch/v1` Job whose pod template carries Troupe's gang annotations: its 4 pods
   bind as one gang (Troupe admits one gang), each with `troupe.dev/gpus`.
-- On 1.37+ with K8S_FEATURES=workload (gate WorkloadWithJob): a Job with
+- On 1.37+ with K8S_FEATURES=workload-jobs (gate WorkloadWithJob): a Job with
   `spec.scheduling.schedulingPolicy.gang` and no Troupe annotation; the Job controller makes the
   Workload and the PodGroup, and that PodGroup is the gang.
 - A new namespace gets its `default` ServiceAccount and `kube-root-ca.crt`, and a
@@ -46,7 +46,7 @@ def fleet(kube_mode, troupe_url):
 
 def workload_with_job(state):
     """The control plane runs the WorkloadWithJob gate (scripts/lib-e2e.sh, e2e_feature_gates)."""
-    return state.get("K8S_FEATURES") == "workload" and int(state["K8S_VERSION"].split(".")[1]) >= 37
+    return state.get("K8S_FEATURES") == "workload-jobs"
 
 
 def indexed_job(name, count, gpus, fleet, part, scheduler, annotations=None, scheduling=None):
@@ -87,18 +87,10 @@ def assert_bound_whole_with_gpus(api, namespace, names, gpus):
     return pods
 
 
-@pytest.fixture
-def jobs(api, namespace):
-    """Cleans the namespace's Jobs up (clean_jobs) before the namespace fixture finalizes it."""
-    yield namespace
-    clean_jobs(api, namespace)
-
-
 def clean_jobs(api, namespace):
-    """Deletes the namespace's Jobs and pods. A Job's pods carry the Job controller's tracking
-    finalizer, which it can no longer remove once the namespace fixture has finalized the namespace
-    (the pods would stay, bound, and count in every later GPU invariant). The pods are
-    force-deleted (no kubelet confirms them), and the finalizer is taken off here."""
+    """Deletes the namespace's Jobs and pods now (the namespace fixture does it too, at the end):
+    the pods are force-deleted (no kubelet confirms them), and the Job controller's tracking
+    finalizer is taken off."""
     for job in api.request("GET", f"/apis/batch/v1/namespaces/{namespace}/jobs")["items"]:
         api.request("DELETE", f"/apis/batch/v1/namespaces/{namespace}/jobs/{job['metadata']['name']}",
                     {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Orphan"})
@@ -118,7 +110,7 @@ def clean_jobs(api, namespace):
 
 
 def test_indexed_job_with_troupe_gang_annotations_binds_as_one_gang(api, namespace, scheduler_name, fleet,
-                                                                     troupe_url, gpu_invariant, jobs, e2e_state,
+                                                                     troupe_url, gpu_invariant, e2e_state,
                                                                      request):
     if workload_with_job(e2e_state):
         # WorkloadWithJob gives every new Job a PodGroup with the basic policy, and Troupe takes
@@ -142,10 +134,10 @@ def test_indexed_job_with_troupe_gang_annotations_binds_as_one_gang(api, namespa
 
 
 def test_job_controllers_own_podgroup_is_the_gang(api, namespace, scheduler_name, fleet, troupe_url, gpu_invariant,
-                                                 jobs, e2e_state):
+                                                 e2e_state):
     if not workload_with_job(e2e_state):
         pytest.skip("the Job controller makes PodGroups only with the WorkloadWithJob gate (Kubernetes 1.37+ "
-                    "with K8S_FEATURES=workload)")
+                    "with K8S_FEATURES=workload-jobs)")
     before = admitted_gangs(troupe_url)
     job = indexed_job("native", 4, 4, fleet, "b", scheduler_name, scheduling={"schedulingPolicy": {"gang": {}}})
     api.request("POST", f"/apis/batch/v1/namespaces/{namespace}/jobs", job)
