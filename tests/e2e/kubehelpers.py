@@ -237,6 +237,18 @@ class Kube:
         self.wait_gone("namespace", name, timeout=15)
 
 
+def job_pod_names(kube, namespace, job, count, timeout=30):
+    """The names of the pods the Job controller made for `job`, once there are `count`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        names = [p["metadata"]["name"] for p in
+                 kube.get("pods", namespace=namespace, selector=f"batch.kubernetes.io/job-name={job}")["items"]]
+        if len(names) >= count:
+            return names
+        assert time.monotonic() < deadline, f"the Job controller made {len(names)} of {count} pods of Job {job}"
+        time.sleep(0.2)
+
+
 class TroupeControl:
     """Stop/start only Troupe (scripts/troupe-restart.sh); the port stays the same."""
 

@@ -6,7 +6,7 @@ import time
 import pytest
 import yaml
 
-from kubehelpers import ROOT, recorded_requests
+from kubehelpers import ROOT, job_pod_names, recorded_requests
 from queue_helpers import delete_queues, gpus, install_crd, queue_status
 
 EXAMPLES = os.path.join(ROOT, "examples", "k8s")
@@ -59,18 +59,6 @@ def test_examples_land_where_the_readme_says(kube, namespace, scheduler_name, cl
 
 def fleet_gpus(cluster_nodes):
     return {n["name"]: n["gpus"] for n in cluster_nodes}
-
-
-def job_pod_names(kube, namespace, job, count, timeout=30):
-    """The names of the pods the Job controller made for `job`, once there are `count`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        names = [p["metadata"]["name"] for p in
-                 kube.get("pods", namespace=namespace, selector=f"batch.kubernetes.io/job-name={job}")["items"]]
-        if len(names) >= count:
-            return names
-        assert time.monotonic() < deadline, f"the Job controller made {len(names)} of {count} pods of Job {job}"
-        time.sleep(0.2)
 
 
 def test_gang_example_binds_all_sixteen_together(kube, namespace, e2e_state, cluster_nodes):
