@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build the e2e control-plane binaries (kube-apiserver, kube-scheduler, etcd,
-# kubectl) from a wrapper module in a single `go build`, into
+# Build the e2e control-plane binaries (kube-apiserver, kube-scheduler,
+# kube-controller-manager, etcd, kubectl) from a wrapper module in a single `go build`, into
 # build/k8s/<version>/bin/. Does nothing if every binary is newer than the
 # wrapper module's inputs (go.mod, go.sum, cmd/*/main.go). FORCE=1 rebuilds.
 #
@@ -20,7 +20,7 @@ V="$(k8s_version "$root")" || exit 1
 mod="$(k8s_module_dir "$root" "$V")" || exit 1
 MINOR="$(echo "$V" | cut -d. -f2)"
 bin="$root/build/k8s/$V/bin"
-bins="kube-apiserver kube-scheduler etcd kubectl"
+bins="kube-apiserver kube-scheduler kube-controller-manager etcd kubectl"
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
@@ -74,7 +74,7 @@ if [ "$mod" != "$root/tools/k8s" ]; then
   cp "$mod/go.mod" "$mod/go.sum" "$src/" && cp -r "$root/tools/k8s/cmd" "$src/cmd"
   mod="$src"
 fi
-# One invocation so the packages shared by the four binaries compile once.
+# One invocation so the packages shared by the five binaries compile once.
 # shellcheck disable=SC2086
 (cd "$mod" && CGO_ENABLED=0 "$GO" build -mod=readonly -trimpath -pgo=off \
     -ldflags "$ldflags" -o "$bin/" $pkgs)

@@ -27,7 +27,7 @@ if [ -n "${ETCD_DIR:-}" ] && [ -d "$ETCD_DIR" ]; then
     *) e2e_warn "not removing unexpected etcd dir '$ETCD_DIR'" ;;
   esac
 fi
-rm -rf "$E2E_STATE" "$E2E_KUBECONFIG" "$E2E_DIR/tokens.csv" "$E2E_DIR/sa.key" "$E2E_DIR/pki" "$E2E_PIDS" "$KUBECACHEDIR"
+rm -rf "$E2E_STATE" "$E2E_KUBECONFIG" "$E2E_KCM_KUBECONFIG" "$E2E_DIR/tokens.csv" "$E2E_DIR/sa.key" "$E2E_DIR/pki" "$E2E_PIDS" "$KUBECACHEDIR"
 if [ "$stopped" = 1 ]; then
   e2e_log "cluster down (logs kept in $E2E_LOGS)"
 else

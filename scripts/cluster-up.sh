@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Start a real local control plane for e2e tests: etcd (data on /dev/shm),
-# kube-apiserver (TLS on 127.0.0.1, static token, RBAC), fake GPU nodes,
+# kube-apiserver (TLS on 127.0.0.1, static token, RBAC), kube-controller-manager
+# (Jobs, ServiceAccounts, garbage collection; no node-lifecycle), fake GPU nodes,
 # Troupe (if built) and kube-scheduler as "troupe-scheduler" with Troupe as
 # its extender (TROUPE_REPLICAS=2: two such pairs, one leader). All ports are
 # picked free at start. No-op if already up.
@@ -48,6 +49,9 @@
 #                          e2e_feature_gates in lib-e2e.sh), kube-scheduler with the same gates (its
 #                          PodGroup cycle and gang plugin; docs/gangs-native.md). Default: none. Kept in
 #                          state.env like TROUPE_MODE.
+#   K8S_FEATURES=workload-jobs  (1.37+) workload, and WorkloadWithJob on kube-apiserver and
+#                          kube-controller-manager: the Job controller makes each new Job's Workload
+#                          and PodGroup (tests/e2e/test_jobs.py).
 #   TROUPE_DEPLOY=chart    the scheduler pair is the Helm chart's own pod, not host processes:
 #                          `helm install` of charts/troupe, its Deployment's two containers run
 #                          under podman from the built images with the chart's RBAC, tokens,
@@ -114,7 +118,7 @@ case "${requested_replicas:-1}" in
   '' | *[!0-9]* | 0) e2e_die "TROUPE_REPLICAS='$requested_replicas' must be a number >= 1" ;;
 esac
 if e2e_load_state; then
-  if e2e_etcd_ok && e2e_apiserver_ok && e2e_scheduler_ok; then
+  if e2e_etcd_ok && e2e_apiserver_ok && e2e_kcm_ok && e2e_scheduler_ok; then
     e2e_log "cluster already up and healthy"
     if [ -n "${NODES:-}" ] && [ "${NODES}" != "${E2E_NODES:-}" ]; then
       e2e_warn "running cluster was created with NODES='${E2E_NODES:-}' (requested '$NODES'); run cluster-down first to change it"
@@ -148,7 +152,7 @@ fi
 K8S_VERSION="$requested_version"   # not a stale state.env's
 K8S_BIN="$requested_bin"
 K8S_VERSION="$K8S_VERSION" "$E2E_ROOT/scripts/build-k8s.sh"
-for b in etcd kube-apiserver kube-scheduler kubectl; do
+for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   [ -x "$K8S_BIN/$b" ] || e2e_die "missing $K8S_BIN/$b"
 done
 command -v openssl >/dev/null || e2e_die "openssl not found"
@@ -173,8 +177,8 @@ trap cleanup_on_failure EXIT
 rm -rf "$E2E_LOGS" "$E2E_PIDS" "$E2E_DIR/pki" "$E2E_DIR/nodes" "$E2E_RECORD" "$E2E_TROUPE_KUBECONFIG" "$E2E_TROUPE_TLS"
 mkdir -p "$E2E_LOGS" "$E2E_PIDS" "$E2E_DIR/pki"
 TROUPE_REPLICAS="${requested_replicas:-1}"   # not a stale state.env's
-read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT free_troupe_port free_metrics_port extra_ports \
-  <<< "$(e2e_free_ports $(( 6 + 3 * (TROUPE_REPLICAS - 1) )))"
+read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT free_troupe_port free_metrics_port extra_ports \
+  <<< "$(e2e_free_ports $(( 7 + 3 * (TROUPE_REPLICAS - 1) )))"
 TROUPE_PORT="${TROUPE_PORT:-$free_troupe_port}"
 TROUPE_METRICS_PORT="${TROUPE_METRICS_PORT:-$free_metrics_port}"   # /healthz /readyz /metrics only
 TROUPE_SCHEDULER_NAME="${TROUPE_SCHEDULER_NAME:-troupe-scheduler}"
@@ -201,7 +205,11 @@ TROUPE_MODE="${requested_mode:-standalone}"   # not a stale state.env's
 TROUPE_TLS="${requested_tls:-0}"
 case "$TROUPE_TLS" in 0|1) ;; *) e2e_die "TROUPE_TLS='$TROUPE_TLS' must be 0 or 1" ;; esac
 K8S_FEATURES="$requested_features"   # not a stale state.env's
-case "$K8S_FEATURES" in '' | workload) ;; *) e2e_die "K8S_FEATURES='$K8S_FEATURES' must be empty or workload" ;; esac
+case "$K8S_FEATURES" in
+  '' | workload) ;;
+  workload-jobs) [ "$(k8s_minor "$K8S_VERSION")" -ge 37 ] || e2e_die "K8S_FEATURES=workload-jobs needs Kubernetes 1.37+ (WorkloadWithJob)" ;;
+  *) e2e_die "K8S_FEATURES='$K8S_FEATURES' must be empty, workload or workload-jobs" ;;
+esac
 TROUPE_DEPLOY="$requested_deploy"   # not a stale state.env's
 case "$TROUPE_DEPLOY" in
   '') ;;
@@ -230,6 +238,7 @@ ETCD_DIR=$ETCD_DIR
 ETCD_PORT=$ETCD_PORT
 ETCD_PEER_PORT=$ETCD_PEER_PORT
 APISERVER_PORT=$APISERVER_PORT
+KCM_PORT=$KCM_PORT
 SCHEDULER_PORT=$SCHEDULER_PORT
 TROUPE_PORT=$TROUPE_PORT
 TROUPE_METRICS_PORT=$TROUPE_METRICS_PORT
@@ -242,7 +251,7 @@ TROUPE_LEASE_NAME=$TROUPE_LEASE_NAME
 K8S_FEATURES=$K8S_FEATURES
 STATE
 printf '%s' "$pair_state" >> "$E2E_STATE"
-e2e_log "ports: etcd $ETCD_PORT/$ETCD_PEER_PORT apiserver $APISERVER_PORT scheduler $SCHEDULER_PORT troupe $TROUPE_PORT (metrics $TROUPE_METRICS_PORT); etcd data $ETCD_DIR"
+e2e_log "ports: etcd $ETCD_PORT/$ETCD_PEER_PORT apiserver $APISERVER_PORT controller-manager $KCM_PORT scheduler $SCHEDULER_PORT troupe $TROUPE_PORT (metrics $TROUPE_METRICS_PORT); etcd data $ETCD_DIR"
 for ((i = 1; i < TROUPE_REPLICAS; i++)); do
   e2e_log "pair $i ports: scheduler $(e2e_pair_var SCHEDULER_PORT "$i") troupe $(e2e_pair_var TROUPE_PORT "$i") (metrics $(e2e_pair_var TROUPE_METRICS_PORT "$i"))"
 done
@@ -261,14 +270,18 @@ e2e_log "etcd healthy (pid $(e2e_pid etcd))"
 
 # ---- credentials ---------------------------------------------------------------
 token="$(openssl rand -hex 24)"
+kcm_token="$(openssl rand -hex 24)"   # system:kube-controller-manager: RBAC's bootstrap role, no group
 umask 077
 echo "$token,e2e-admin,e2e-admin-uid,\"system:masters\"" > "$E2E_DIR/tokens.csv"
+echo "$kcm_token,system:kube-controller-manager,e2e-kcm-uid" >> "$E2E_DIR/tokens.csv"
 openssl genrsa -out "$E2E_DIR/sa.key" 2048 2>/dev/null
 umask 022
 
 # ---- kube-apiserver ------------------------------------------------------------
-# Without kube-controller-manager: no default ServiceAccount and nobody lifts the
-# not-ready taint, hence the two disabled admission plugins.
+# Admission without ServiceAccount (a pod created right after its namespace would be refused
+# until the controller manager has made the namespace's default ServiceAccount; no kubelet mounts
+# a token anyway) and TaintNodesByCondition (the node-lifecycle controller that lifts the
+# not-ready taint is off: the fake nodes have no kubelet).
 e2e_start kube-apiserver "$K8S_BIN/kube-apiserver" \
   --etcd-servers="$etcd_client" \
   --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
@@ -287,9 +300,10 @@ e2e_wait_http kube-apiserver "https://127.0.0.1:$APISERVER_PORT/readyz" 90 -k ||
 e2e_apiserver_ok || e2e_die "kube-apiserver's certificate does not verify against $E2E_DIR/pki/apiserver.crt"
 e2e_log "kube-apiserver ready (pid $(e2e_pid kube-apiserver))"
 
-# ---- kubeconfig (CA-verified TLS, static token) --------------------------------
+# ---- kubeconfigs (CA-verified TLS, static tokens) -------------------------------
 umask 077
-cat > "$E2E_KUBECONFIG.tmp" <<KC
+write_kubeconfig() {  # FILE USER TOKEN
+  cat > "$1.tmp" <<KC
 apiVersion: v1
 kind: Config
 clusters:
@@ -298,18 +312,24 @@ clusters:
     server: https://127.0.0.1:$APISERVER_PORT
     certificate-authority-data: $(base64 -w0 "$E2E_DIR/pki/apiserver.crt")
 users:
-- name: e2e-admin
+- name: $2
   user:
-    token: $token
+    token: $3
 contexts:
 - name: troupe-e2e
-  context: {cluster: troupe-e2e, user: e2e-admin, namespace: default}
+  context: {cluster: troupe-e2e, user: $2, namespace: default}
 current-context: troupe-e2e
 KC
-mv "$E2E_KUBECONFIG.tmp" "$E2E_KUBECONFIG"
+  mv "$1.tmp" "$1"
+}
+write_kubeconfig "$E2E_KUBECONFIG" e2e-admin "$token"
+write_kubeconfig "$E2E_KCM_KUBECONFIG" kube-controller-manager "$kcm_token"
 umask 022
 "$KUBECTL" --kubeconfig "$E2E_KUBECONFIG" get --raw /version >/dev/null ||
   e2e_die "kubectl cannot reach the apiserver with $E2E_KUBECONFIG"
+
+# ---- kube-controller-manager ------------------------------------------------------
+kcm_start
 
 # ---- fake GPU nodes + cluster.yaml for Troupe -----------------------------------
 gen_args=()

@@ -13,7 +13,7 @@
 #                      else (made at the first Troupe start, renewed after a day; TROUPE_E2E_ADMIN=1:
 #                      admin instead)
 #   troupe-tls/        with TROUPE_TLS=1: ca.crt, Troupe's server.crt/.key, kube-scheduler's client.crt/.key
-#   pki/ tokens.csv sa.key scheduler-config.yaml nodes.json cluster.yaml
+#   pki/ tokens.csv kcm-kubeconfig sa.key scheduler-config.yaml nodes.json cluster.yaml
 #
 # Scheduler pairs (TROUPE_REPLICAS, kept in state.env; default 1): pair 0 is "kube-scheduler" +
 # "troupe" on SCHEDULER_PORT, TROUPE_PORT and TROUPE_METRICS_PORT with scheduler-config.yaml;
@@ -29,6 +29,7 @@ E2E_PIDS="$E2E_DIR/pids"
 E2E_STATE="$E2E_DIR/state.env"
 E2E_KUBECONFIG="$E2E_DIR/kubeconfig"
 E2E_TROUPE_KUBECONFIG="$E2E_DIR/troupe-kubeconfig"
+E2E_KCM_KUBECONFIG="$E2E_DIR/kcm-kubeconfig"   # kube-controller-manager's own identity
 E2E_RECORD="$E2E_DIR/record"   # request bodies Troupe recorded (kept by cluster-down)
 E2E_TROUPE_TLS="$E2E_DIR/troupe-tls"   # TROUPE_TLS=1: the extender's certificates
 # shellcheck source=scripts/lib-k8s-version.sh
@@ -178,6 +179,12 @@ e2e_apiserver_ok() {
   e2e_pid kube-apiserver >/dev/null &&
     curl -fsS --max-time 3 --cacert "$E2E_DIR/pki/apiserver.crt" "https://127.0.0.1:$APISERVER_PORT/readyz" >/dev/null 2>&1
 }
+# kube-controller-manager (absent from a cluster started before it was added: not checked then).
+e2e_kcm_ok() {
+  [ -n "${KCM_PORT:-}" ] || return 0
+  e2e_pid kube-controller-manager >/dev/null &&
+    curl -fsSk --max-time 2 "https://127.0.0.1:$KCM_PORT/healthz" >/dev/null 2>&1
+}
 # e2e_troupe_url [PAIR]: that pair's extender address (default pair 0): https:// with
 # TROUPE_TLS=1 (kept in state.env), else http://.
 e2e_troupe_url() {
@@ -298,7 +305,7 @@ e2e_leader() {
     e2e_scheduler_pair_ok 0 && echo 0
     return
   fi
-  token="$(cut -d, -f1 "$E2E_DIR/tokens.csv")"
+  token="$(sed -n '1s/,.*//p' "$E2E_DIR/tokens.csv")"   # line 1: the admin
   for i in $(e2e_pairs); do
     port="$(e2e_pair_var SCHEDULER_PORT "$i")"
     e2e_pid "kube-scheduler$(e2e_sfx "$i")" >/dev/null || continue
@@ -321,8 +328,11 @@ e2e_leader() {
 #   1.36: GenericWorkload + GangScheduling, scheduling.k8s.io/v1alpha2 (PodGroups)
 #   1.37+: GenericWorkload (beta; GangScheduling and WorkloadAwarePreemption were folded into
 #         it), scheduling.k8s.io/v1beta1 (PodGroups; v1alpha2 was removed)
+# workload-jobs (1.37+): workload and WorkloadWithJob (alpha): the Job controller makes a Workload
+#   and a PodGroup for every new Job (a basic one unless the Job asks for a gang).
 e2e_feature_gates() {
   case "${K8S_FEATURES:-}" in
+    workload-jobs) echo "GenericWorkload=true,WorkloadWithJob=true" ;;
     workload)
       if [ "$(k8s_minor "$K8S_VERSION")" -ge 37 ]; then
         echo "GenericWorkload=true"
@@ -348,6 +358,29 @@ e2e_scheduler_feature_args() {
   gates="$(e2e_feature_gates)"
   [ -n "$gates" ] || return 0
   echo "--feature-gates=$gates"
+}
+
+# kcm_start: kube-controller-manager with every controller that needs no cloud (kcm has none
+# since 1.31) except node-lifecycle: the fake nodes have no kubelet to renew their Leases, so it
+# would mark them unreachable, taint them and evict their pods. Its own identity
+# (system:kube-controller-manager, the token in kcm-kubeconfig), one ServiceAccount per
+# controller, ServiceAccount tokens signed with kube-apiserver's key pair (sa.key), leader
+# election off. Ready when /healthz on its secure port answers.
+kcm_start() {
+  e2e_start kube-controller-manager "$K8S_BIN/kube-controller-manager" \
+    --kubeconfig="$E2E_KCM_KUBECONFIG" \
+    --authentication-kubeconfig="$E2E_KCM_KUBECONFIG" --authorization-kubeconfig="$E2E_KCM_KUBECONFIG" \
+    --authentication-skip-lookup \
+    --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --cert-dir="$E2E_DIR/pki/kcm" \
+    --leader-elect=false --use-service-account-credentials=true \
+    --controllers='*,-node-lifecycle-controller,-kube-apiserver-serving-clustertrustbundle-publisher-controller' \
+    --service-account-private-key-file="$E2E_DIR/sa.key" --root-ca-file="$E2E_DIR/pki/apiserver.crt" \
+    --service-cluster-ip-range=10.0.0.0/24 \
+    $(e2e_scheduler_feature_args) \
+    --v=1
+  e2e_wait_http kube-controller-manager "https://127.0.0.1:$KCM_PORT/healthz" 60 -k ||
+    e2e_die "kube-controller-manager did not become healthy"
+  e2e_log "kube-controller-manager healthy (pid $(e2e_pid kube-controller-manager))"
 }
 
 # scheduler_start [PAIR]: start that pair's kube-scheduler with its rendered

@@ -22,8 +22,8 @@ what a cluster would do, from the objects in the API server, and no more:
     Startup, liveness and readiness probes (httpGet, tcpSocket, exec) run on their schedule with
     their thresholds; a failed liveness or startup probe, or an exited container, restarts the
     container (restartPolicy Always, with a back-off).
-  - where no kube-controller-manager runs (its Lease is absent or stale): the token controller
-    (a kubernetes.io/service-account-token Secret gets a token of its ServiceAccount, bound to the
+  - where no kube-controller-manager runs (no fresh Lease, no kube-system/kube-root-ca.crt): the
+    token controller (a kubernetes.io/service-account-token Secret gets a token of its ServiceAccount, bound to the
     Secret, with ca.crt and namespace) and the root CA publisher (the kube-root-ca.crt ConfigMap
     of the Deployment's namespace), as the chart expects of a cluster.
 
@@ -602,7 +602,13 @@ class Runner:
         try:
             lease = self.api.request("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager")
         except APIError:
-            return False
+            # Leader election off (scripts/cluster-up.sh's): no Lease, but its root CA publisher
+            # fills kube-system, where this stand-in never writes.
+            try:
+                self.api.request("GET", "/api/v1/namespaces/kube-system/configmaps/kube-root-ca.crt")
+                return True
+            except APIError:
+                return False
         renew = (lease.get("spec") or {}).get("renewTime")
         if not renew:
             return False

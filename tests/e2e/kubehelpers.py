@@ -213,12 +213,20 @@ class Kube:
         return name
 
     def delete_namespace(self, name):
-        """Force-delete its pods, then delete and finalize the namespace.
+        """Delete its Jobs (orphaning their pods, so none is made again), force-delete its pods and
+        take the Job controller's tracking finalizer off them, then delete and finalize the
+        namespace.
 
-        Without kube-controller-manager nothing empties or finalizes a
-        terminating namespace, so do both here.
+        No kubelet confirms a pod's deletion, so kube-controller-manager's namespace controller
+        would never finish; finalizing here is quicker. A finalizer left on a pod would keep it,
+        bound, after its namespace is gone: the Job controller cannot update it there.
         """
+        self.kubectl("delete", "jobs", "--all", "-n", name, "--cascade=orphan", "--wait=false", "--ignore-not-found")
         self.delete("pods", namespace=name, force=True)
+        for pod in self.get("pods", namespace=name)["items"]:
+            if pod["metadata"].get("finalizers"):
+                self.kubectl("patch", "pod", pod["metadata"]["name"], "-n", name, "--type", "merge",
+                             "-p", '{"metadata":{"finalizers":null}}', check=False)
         self.delete("namespace", name)
         ns = self.get("namespace", name, missing_ok=True)
         if ns is None:
@@ -227,6 +235,18 @@ class Kube:
         self.kubectl("replace", "--raw", f"/api/v1/namespaces/{name}/finalize", "-f", "-",
                      input=json.dumps(ns))
         self.wait_gone("namespace", name, timeout=15)
+
+
+def job_pod_names(kube, namespace, job, count, timeout=30):
+    """The names of the pods the Job controller made for `job`, once there are `count`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        names = [p["metadata"]["name"] for p in
+                 kube.get("pods", namespace=namespace, selector=f"batch.kubernetes.io/job-name={job}")["items"]]
+        if len(names) >= count:
+            return names
+        assert time.monotonic() < deadline, f"the Job controller made {len(names)} of {count} pods of Job {job}"
+        time.sleep(0.2)
 
 
 class TroupeControl:

@@ -6,7 +6,7 @@ import time
 import pytest
 import yaml
 
-from kubehelpers import ROOT, recorded_requests
+from kubehelpers import ROOT, job_pod_names, recorded_requests
 from queue_helpers import delete_queues, gpus, install_crd, queue_status
 
 EXAMPLES = os.path.join(ROOT, "examples", "k8s")
@@ -67,20 +67,9 @@ def test_gang_example_binds_all_sixteen_together(kube, namespace, e2e_state, clu
         pytest.skip("gangs need Troupe's bind barrier (TROUPE_MODE=kube); standalone kube-scheduler binds each pod")
     with open(os.path.join(EXAMPLES, "gang", "gang-16.yaml"), encoding="utf-8") as f:
         job = yaml.safe_load(f)
-    kube.apply(yaml.safe_dump(job), namespace)  # the API server validates the Job
-    # No Job controller here: create the pods it would, from its template, with its index annotation.
-    template = job["spec"]["template"]
-    size = job["spec"]["parallelism"]
-    names = []
-    for i in range(size):
-        pod = {"apiVersion": "v1", "kind": "Pod",
-               "metadata": {"name": f'{job["metadata"]["name"]}-{i}',
-                            "labels": {"batch.kubernetes.io/job-name": job["metadata"]["name"]},
-                            "annotations": dict(template["metadata"]["annotations"],
-                                                **{"batch.kubernetes.io/job-completion-index": str(i)})},
-               "spec": template["spec"]}
-        kube.create(yaml.safe_dump(pod), namespace)
-        names.append(pod["metadata"]["name"])
+    kube.apply(yaml.safe_dump(job), namespace)
+    # kube-controller-manager's Job controller makes the 16 pods.
+    names = job_pod_names(kube, namespace, job["metadata"]["name"], job["spec"]["parallelism"])
     nodes = {name: kube.wait_pod_bound(name, namespace, timeout=90) for name in names}
     fleet = {n["name"]: n["labels"] for n in cluster_nodes}
     per_node = {}
@@ -100,7 +89,8 @@ QUEUE_EXAMPLES = os.path.join(EXAMPLES, "queues")
 def test_queue_examples_apply_and_their_pods_join_the_queues_they_name(kube, namespace, e2e_state):
     """examples/k8s/queues/: the API server accepts the Queues (CRD validation and defaults), the
     Namespace, the pods and the gang's Job; in Kubernetes mode Troupe counts each pod in the queue
-    it names, and the parent holds what its children hold."""
+    it names (the Job controller's 4 gang members included), and the parent holds what its
+    children hold."""
     install_crd(kube)
     with open(os.path.join(QUEUE_EXAMPLES, "queues.yaml"), encoding="utf-8") as f:
         queues = [d for d in yaml.safe_load_all(f) if d]
@@ -126,12 +116,15 @@ def test_queue_examples_apply_and_their_pods_join_the_queues_they_name(kube, nam
         assert sorted(p["metadata"]["name"] for p in pods) == ["nlp-train", "vision-eval", "vision-kueue"]
         kube.apply(yaml.safe_dump_all(pods), namespace)
         with open(os.path.join(QUEUE_EXAMPLES, "gang.yaml"), encoding="utf-8") as f:
-            kube.apply(f.read(), namespace)  # the API server validates the Job (no Job controller here)
+            gang = yaml.safe_load(f)
+        kube.apply(yaml.safe_dump(gang), namespace)
         if e2e_state.get("TROUPE_MODE") != "kube":
             return  # standalone Troupe does not watch Queues: that they apply is all there is to check
-        for name in ("nlp-train", "vision-eval", "vision-kueue"):
+        # The Job controller's 4 pods of 2 GPUs join research-vision as one gang.
+        members = job_pod_names(kube, namespace, gang["metadata"]["name"], gang["spec"]["parallelism"])
+        for name in ["nlp-train", "vision-eval", "vision-kueue", *members]:
             kube.wait_pod_bound(name, namespace, timeout=60)
-        want = {"research": 7.0, "research-nlp": 4.0, "research-vision": 3.0}
+        want = {"research": 15.0, "research-nlp": 4.0, "research-vision": 11.0}
 
         def allocated():
             status = queue_status(kube)

@@ -80,8 +80,8 @@ def create_group(api, namespace, name, min_count):
 def delete_group(api, namespace, name):
     path = f"{GROUPS}/namespaces/{namespace}/podgroups/{name}"
     api.request("DELETE", path)
-    # Its protection finalizer is removed by kube-controller-manager, which the local control
-    # plane does not run: the test stands in for it (the pods are gone by now).
+    # Its protection finalizer goes once kube-controller-manager's podgroup-protection controller
+    # sees no pod in the group; the pods are gone by now, so the test takes it off without waiting.
     api.request("PATCH", path, {"metadata": {"finalizers": None}}, content_type="application/merge-patch+json")
     deadline = time.monotonic() + 30
     while True:

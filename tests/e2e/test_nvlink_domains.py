@@ -12,7 +12,7 @@ import os
 import pytest
 import yaml
 
-from kubehelpers import E2E_DIR, ROOT, gpu_pod
+from kubehelpers import E2E_DIR, ROOT, gpu_pod, job_pod_names
 
 pytestmark = pytest.mark.usefixtures("gpu_invariant")
 
@@ -57,20 +57,6 @@ def nvl72(e2e_state, kube, troupe):
         troupe.restart(env={"TROUPE_ARGS": args})
 
 
-def job_pods(job, count=None):
-    """The pods the Job controller would make from the Job's template (none runs here)."""
-    template = job["spec"]["template"]
-    out = []
-    for i in range(count if count is not None else job["spec"]["parallelism"]):
-        out.append({"apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"name": f'{job["metadata"]["name"]}-{i}',
-                                 "labels": {"batch.kubernetes.io/job-name": job["metadata"]["name"]},
-                                 "annotations": dict(template["metadata"]["annotations"],
-                                                     **{"batch.kubernetes.io/job-completion-index": str(i)})},
-                    "spec": template["spec"]})
-    return out
-
-
 def test_nodes_apply_cleanly_and_keep_their_gpus(kube, nvl72):
     got = {n["metadata"]["name"]: n for n in kube.get("nodes", selector=NODE_SELECTOR)["items"]}
     assert sorted(got) == sorted(nvl72)
@@ -91,11 +77,9 @@ def test_example_gang_lands_inside_one_nvlink_domain(kube, namespace, nvl72):
         assert kube.wait_pod_bound(f"filler-{i}", namespace, timeout=30) == node
     with open(os.path.join(EXAMPLE, "gang-16-nvlink-domain.yaml"), encoding="utf-8") as f:
         job = yaml.safe_load(f)
-    kube.apply(yaml.safe_dump(job), namespace)  # the API server accepts the Job
-    pods = job_pods(job)
-    kube.create(yaml.safe_dump_all(pods), namespace)
-    placed = {p["metadata"]["name"]: kube.wait_pod_bound(p["metadata"]["name"], namespace, timeout=90)
-              for p in pods}
+    kube.apply(yaml.safe_dump(job), namespace)  # kube-controller-manager's Job controller makes the pods
+    names = job_pod_names(kube, namespace, job["metadata"]["name"], job["spec"]["parallelism"])
+    placed = {name: kube.wait_pod_bound(name, namespace, timeout=90) for name in names}
     cliques = {nvl72[n][CLIQUE] for n in placed.values()}
     racks = {nvl72[n]["troupe.dev/rack"] for n in placed.values()}
     assert racks == {"nvl72-r1"} and len(cliques) == 1, f"members landed on {placed}"
