@@ -344,6 +344,24 @@ Result<model::Allocation> Scheduler::reserve(const std::string& pod_uid, const s
                               "): it must pass Troupe's filter before it can be bound (after a restart of "
                               "Troupe, kube-scheduler filters the pod again and retries)");
   }
+  // kube-scheduler filters the next pod while the last one's bind is in flight, so both may have
+  // passed the filter's admission: a pod on its own passes its queue's limits (and its
+  // ancestors') again, against what is bound now (docs/queues.md#limits-at-bind). A gang was
+  // admitted whole when planned; a pod Kueue placed was charged to no queue here.
+  const model::NodeState* target = cluster_.find(node);
+  if (target && queues_.enabled() && !pending->queue.empty() && pending->gang.empty() &&
+      pending->request.wantsGpus()) {
+    const std::optional<QueuedPod> known = queues_.pod(pod_uid);
+    std::optional<std::string> why;
+    if (!known || !known->bound()) {  // one the book has bound already is counted there
+      why = queues_.limitReason(pending->queue, pending->request.totalMilli(), target->info().gpu_product);
+    }
+    if (why) {
+      return failedPrecondition("pod " + key + " is not bound to node " + node + ": " + *why +
+                                " (pods of the queue bound after this pod passed Troupe's filter; it is "
+                                "filtered again and waits there until its queue has room)");
+    }
+  }
   Result<model::Allocation> a = reserveLocked(pod_uid, key, node, *pending);
   if (a.isOk() && queues_.enabled()) {
     queues_.markBound(pod_uid, node, cluster_.find(node)->info().gpu_product, now());

@@ -1,6 +1,6 @@
 // Queues through the Scheduler: membership errors, limit and fair-share admission in filter,
-// gangs admitted whole, accounting through reserve/bind/release, and gang- and queue-aware
-// preemption.
+// gangs admitted whole, limits checked again at bind, accounting through reserve/bind/release,
+// and gang- and queue-aware preemption.
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -11,6 +11,7 @@
 #include "support/fixtures.h"
 #include "troupe/sched/gang/gang.h"
 #include "troupe/sched/scheduler/scheduler.h"
+#include "troupe/sched/scheduler/wake_planner.h"
 
 using namespace troupe;
 using namespace troupe::sched;
@@ -200,6 +201,120 @@ TEST_CASE("queues: a gang is admitted whole, and its bound members are accounted
   CHECK(results[1]->isOk());
   CHECK(f.status("a").allocated_milli == 8000);
   CHECK(f.status("a").running_pods == 2);
+}
+
+// kube-scheduler binds asynchronously: it filters the next pod while the last one's bind is in
+// flight, so both pass the filter's admission. The bind checks the limit again.
+TEST_CASE("queues: two pods filtered before either binds: the second bind is refused at the limit",
+          "[queue][scheduler][bind-limit]") {
+  Fixture f;
+  QueueSpec a = queue("a");
+  a.limit.milli = 1000;
+  f.s.setQueues(QueueTree::build({a}));
+  const PodFacts p1 = Fixture::pod("p1", 1, "a");
+  const PodFacts p2 = Fixture::pod("p2", 1, "a");
+  REQUIRE(f.s.filter(p1, f.nodes).passed.size() == 3);
+  REQUIRE(f.s.filter(p2, f.nodes).passed.size() == 3);  // p1 is not bound yet
+  std::optional<Result<model::Allocation>> b1, b2;
+  f.s.bind(p1.uid, p1.ns, p1.name, "h0", [&](Result<model::Allocation> r) { b1 = std::move(r); });
+  f.s.bind(p2.uid, p2.ns, p2.name, "h1", [&](Result<model::Allocation> r) { b2 = std::move(r); });
+  REQUIRE(b1);
+  REQUIRE(b2);
+  CHECK(b1->isOk());
+  REQUIRE_FALSE(b2->isOk());
+  CHECK(
+      b2->status().message() ==
+      "pod default/p2 is not bound to node h1: troupe: queue a is at its limit: it holds 1 of 1 GPU and this "
+      "pod needs 1 more (pods of the queue bound after this pod passed Troupe's filter; it is filtered again "
+      "and waits there until its queue has room)");
+  CHECK_FALSE(f.s.allocationOf(p2.uid));
+  CHECK(f.status("a").allocated_milli == 1000);
+  // kube-scheduler retries failed Binds: p1's retry is the same allocation, counted once; p2's is
+  // refused again.
+  Result<model::Allocation> again = f.s.reserve(p1.uid, p1.ns, p1.name, "h0");
+  CHECK(again.isOk());
+  CHECK_FALSE(f.s.reserve(p2.uid, p2.ns, p2.name, "h1").isOk());
+  CHECK(f.status("a").allocated_milli == 1000);
+  CHECK(f.status("a").running_pods == 1);
+  CHECK(f.status("a").pending_pods == 1);
+  // Filtered again, p2 is refused with the limit as the reason ...
+  FilterResult r = f.s.filter(p2, f.nodes);
+  CHECK(r.passed.empty());
+  CHECK(r.failed.at("h1") ==
+        "troupe: queue a is at its limit: it holds 1 of 1 GPU and this pod needs 1 more");
+  // ... and woken once p1 is gone, then bound.
+  WakePlanner planner;
+  CHECK(f.s.planWakes(planner).empty());
+  CHECK(f.s.release(p1.uid));
+  f.s.forgetPod(p1.uid);
+  const std::vector<WakeCandidate> woken = f.s.planWakes(planner);
+  REQUIRE(woken.size() == 1);
+  CHECK(woken.front().uid == p2.uid);
+  f.place(p2);
+  CHECK(f.status("a").allocated_milli == 1000);
+}
+
+TEST_CASE("queues: a parent's limit is checked again at bind, and only limits are",
+          "[queue][scheduler][bind-limit]") {
+  Fixture f;
+  QueueSpec org = queue("org");
+  org.limit.milli = 8000;
+  QueueSpec x = queue("x");
+  x.parent = "org";
+  QueueSpec y = queue("y");
+  y.parent = "org";
+  y.limit.product_milli[kH100] = 2000;
+  f.s.setQueues(QueueTree::build({org, x, y}));
+  const PodFacts px = Fixture::pod("px", 6, "x");
+  const PodFacts py = Fixture::pod("py", 4, "y");
+  const PodFacts py2 = Fixture::pod("py2", 2, "y");
+  REQUIRE(f.s.filter(px, f.nodes).passed.size() == 3);
+  REQUIRE(f.s.filter(py, f.nodes).passed.size() == 1);  // a0 only: y's H100 limit is 2
+  REQUIRE(f.s.filter(py2, f.nodes).passed.size() == 3);
+  REQUIRE(f.s.reserve(px.uid, px.ns, px.name, "h0").isOk());
+  // 6 + 4 > 8: the parent's limit, named.
+  Result<model::Allocation> r = f.s.reserve(py.uid, py.ns, py.name, "a0");
+  REQUIRE_FALSE(r.isOk());
+  CHECK(contains(r.status().message(),
+                 "troupe: queue y: its parent queue org is at its limit: it holds 6 of 8 GPUs and this pod "
+                 "needs 4 more"));
+  // 6 + 2 = 8: within every limit, bound.
+  CHECK(f.s.reserve(py2.uid, py2.ns, py2.name, "h1").isOk());
+  CHECK(f.status("org").allocated_milli == 8000);
+}
+
+TEST_CASE("queues: the bind check leaves gangs admitted whole and queues turned off alone",
+          "[queue][scheduler][bind-limit]") {
+  Fixture f;
+  QueueSpec a = queue("a");
+  a.limit.milli = 8000;
+  f.s.setQueues(QueueTree::build({a}));
+  auto member = [](const std::string& gang, int i) {
+    return Fixture::pod(gang + "-" + std::to_string(i), 4, "a", {{kGangName, gang}, {kGangSize, "2"}});
+  };
+  // A gang admitted whole at 8 of 8 binds every member through its barrier, though the first
+  // member's reservation fills half the limit before the second is reserved.
+  std::vector<std::optional<Result<model::Allocation>>> results(2);
+  for (int i = 0; i < 2; ++i) {
+    const PodFacts p = member("g", i);
+    FilterResult r = f.s.filter(p, f.nodes);
+    REQUIRE(r.passed.size() == 1);
+    f.s.bind(p.uid, p.ns, p.name, r.passed.front(), [&results, i](Result<model::Allocation> res) {
+      results[static_cast<size_t>(i)] = std::move(res);
+    });
+  }
+  REQUIRE(results[0]);
+  REQUIRE(results[1]);
+  CHECK(results[0]->isOk());
+  CHECK(results[1]->isOk());
+  CHECK(f.status("a").allocated_milli == 8000);
+  // Queues turned off between filter and bind: nothing to check.
+  const PodFacts late = Fixture::pod("late", 1, "a");
+  REQUIRE(f.s.filter(late, f.nodes).passed.empty());
+  f.s.setQueues(QueueTree{});
+  const FilterResult r = f.s.filter(late, f.nodes);
+  REQUIRE_FALSE(r.passed.empty());
+  CHECK(f.s.reserve(late.uid, late.ns, late.name, r.passed.front()).isOk());
 }
 
 TEST_CASE("queues: notePod counts valid GPU pods only", "[queue][scheduler]") {
