@@ -123,6 +123,8 @@ if [[ "${TROUPE_SKIP_E2E:-0}" != "1" ]]; then
   scripts/e2e.sh
   step "end-to-end in Kubernetes mode over HTTPS with the 1.37 workload gates (native PodGroups, scheduling.k8s.io/v1beta1): Troupe watches the API and binds; kube-scheduler calls it with a client certificate (scripts/e2e.sh, TROUPE_MODE=kube TROUPE_TLS=1)"
   K8S_FEATURES=workload TROUPE_MODE=kube TROUPE_TLS=1 TROUPE_E2E_DIR="$PWD/build/e2e-kube" TROUPE_BIN="$PWD/build/troupe" scripts/e2e.sh
+  step "end-to-end: Jobs with WorkloadWithJob on (K8S_FEATURES=workload-jobs): the Job controller's own PodGroup is the gang, and a Job's troupe.dev/gang still wins over the basic PodGroup it gets (scripts/e2e.sh -k test_jobs)"
+  K8S_FEATURES=workload-jobs TROUPE_MODE=kube TROUPE_E2E_DIR="$PWD/build/e2e-jobs" TROUPE_BIN="$PWD/build/troupe" scripts/e2e.sh -k test_jobs
   if [[ -n "$extra_versions" ]]; then
     wait "$extra_build" || true
     if [[ -f build/build-k8s-extra.failed ]]; then

@@ -3,7 +3,8 @@
 ServiceAccount controllers make accounts and tokens.
 
 - An Indexed `batch/v1` Job whose pod template carries Troupe's gang annotations: its 4 pods
-  bind as one gang (Troupe admits one gang), each with `troupe.dev/gpus`.
+  bind as one gang (Troupe admits one gang), each with `troupe.dev/gpus`; also with
+  WorkloadWithJob on, where the Job controller names a basic PodGroup in each pod.
 - On 1.37+ with K8S_FEATURES=workload-jobs (gate WorkloadWithJob): a Job with
   `spec.scheduling.schedulingPolicy.gang` and no Troupe annotation; the Job controller makes the
   Workload and the PodGroup, and that PodGroup is the gang.
@@ -110,14 +111,9 @@ def clean_jobs(api, namespace):
 
 
 def test_indexed_job_with_troupe_gang_annotations_binds_as_one_gang(api, namespace, scheduler_name, fleet,
-                                                                     troupe_url, gpu_invariant, e2e_state,
-                                                                     request):
-    if workload_with_job(e2e_state):
-        # WorkloadWithJob gives every new Job a PodGroup with the basic policy, and Troupe takes
-        # a pod's spec.schedulingGroup before its troupe.dev/gang (include/troupe/sched/gang/gang.h):
-        # a basic group is "not a gang", so the annotations are ignored and the pods bind one by one.
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "WorkloadWithJob: the Job controller's basic PodGroup overrides troupe.dev/gang")))
+                                                                     troupe_url, gpu_invariant):
+    # With WorkloadWithJob the Job controller also names a (basic) PodGroup in each pod: Troupe's
+    # troupe.dev/gang still wins (include/troupe/sched/gang/gang.h).
     # 4 members of 4 GPUs on 2 x 8: the whole part, two per node.
     before = admitted_gangs(troupe_url)
     job = indexed_job("train", 4, 4, fleet, "a", scheduler_name,

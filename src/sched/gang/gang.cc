@@ -92,7 +92,14 @@ namespace {
 
 // The key that names the pod's gang and which one it was; nullptr when none.
 const std::string* gangName(const PodFacts& pod, const char** source) {
-  // Kubernetes' own gang: the pod's spec names it, and it wins over every label.
+  // Troupe's own key first: the user wrote it for Troupe. With WorkloadWithJob (1.36+) the Job
+  // controller gives every Job's pods a native PodGroup, `basic` unless the Job asks for a gang,
+  // which would otherwise silently undo the Job's troupe.dev/gang.
+  if (const std::string* name = lookup(pod, kGangName, /*labels_first=*/false)) {
+    *source = kGangName;
+    return name;
+  }
+  // Kubernetes' own gang: the pod's spec names it, and it wins over every other label.
   if (!pod.scheduling_group.empty()) {
     *source = kSchedulingGroup;
     return &pod.scheduling_group;
@@ -101,8 +108,7 @@ const std::string* gangName(const PodFacts& pod, const char** source) {
     const char* key;
     bool labels_first;
   };
-  static constexpr Key kOrder[] = {
-      {kGangName, false}, {kPodGroupLabel, true}, {kVolcanoGroup, false}, {kKueueGroup, true}};
+  static constexpr Key kOrder[] = {{kPodGroupLabel, true}, {kVolcanoGroup, false}, {kKueueGroup, true}};
   for (const Key& k : kOrder) {
     if (const std::string* name = lookup(pod, k.key, k.labels_first)) {
       *source = k.key;
@@ -130,6 +136,7 @@ PodGroupInfo podGroupsUnread() {
 }
 
 PodGroupInfo podGroupFor(const PodFacts& pod, const PodGroupLookup& lookup, const PodGroupLookup& native) {
+  if (sched::lookup(pod, kGangName, /*labels_first=*/false)) return {};  // troupe.dev/gang wins
   if (!pod.scheduling_group.empty()) {
     if (!native) return podGroupsUnread();
     return native(pod.ns, pod.scheduling_group);

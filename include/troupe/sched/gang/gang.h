@@ -2,10 +2,11 @@
 //
 // Troupe reads its own keys and the ones users already write for other schedulers, in this
 // order (the first one present wins; the minimum may come from a later key):
-//   0. spec.schedulingGroup.podGroupName: NAME (Kubernetes' own PodGroup, scheduling.k8s.io/
-//      v1alpha2): its spec.schedulingPolicy.gang.minCount is the minimum; a `basic` policy
-//      means no gang; without the object, troupe.dev/gang-size, else an error naming both
-//   1. troupe.dev/gang: NAME, troupe.dev/gang-size: N     (annotation or label)
+//   0. troupe.dev/gang: NAME, troupe.dev/gang-size: N     (annotation or label): first, because
+//      with WorkloadWithJob the Job controller names a (`basic`) PodGroup in every Job's pods
+//   1. spec.schedulingGroup.podGroupName: NAME (Kubernetes' own PodGroup, scheduling.k8s.io/
+//      v1alpha2 or v1beta1): its spec.schedulingPolicy.gang.minCount is the minimum; a `basic`
+//      policy means no gang; without the object, troupe.dev/gang-size, else an error naming both
 //   2. scheduling.x-k8s.io/pod-group: NAME (label; scheduler-plugins coscheduling)
 //   3. scheduling.k8s.io/group-name: NAME (annotation; Volcano)
 //   4. kueue.x-k8s.io/pod-group-name: NAME + kueue.x-k8s.io/pod-group-total-count: N (Kueue)

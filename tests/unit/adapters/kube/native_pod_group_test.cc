@@ -67,9 +67,9 @@ int freeGpus(Scheduler& s) {
 
 }  // namespace
 
-TEST_CASE("native PodGroup: spec.schedulingGroup names the gang and wins over every other key",
+TEST_CASE("native PodGroup: spec.schedulingGroup names the gang and wins over every key but troupe.dev/gang",
           "[gang][native-podgroup]") {
-  PodFacts p = nativeMember("pg", 0, 1, {{kGangName, "mine"}, {kGangSize, "2"}, {kVolcanoGroup, "v"}});
+  PodFacts p = nativeMember("pg", 0, 1, {{kGangSize, "2"}, {kVolcanoGroup, "v"}});
   p.labels[kPodGroupLabel] = "sp";
   CHECK(gangKeyOf(p) == "default/pg");
   CHECK(podGroupName(p) == nullptr);  // not a scheduler-plugins lookup
@@ -80,6 +80,32 @@ TEST_CASE("native PodGroup: spec.schedulingGroup names the gang and wins over ev
   CHECK(g.value()->source == kSchedulingGroup);
   CHECK(g.value()->native());
   CHECK(g.value()->min_member == 6);  // the object wins over troupe.dev/gang-size
+}
+
+TEST_CASE("native PodGroup: troupe.dev/gang wins over the Job controller's PodGroup (WorkloadWithJob)",
+          "[gang][native-podgroup]") {
+  // With WorkloadWithJob the Job controller names a PodGroup in every Job's pods, `basic` unless
+  // the Job asks for a gang: the Job's own troupe.dev/gang must still make its pods one gang.
+  PodFacts p = nativeMember("job-pg", 0, 1, {{kGangName, "train"}, {kGangSize, "4"}});
+  CHECK(gangKeyOf(p) == "default/train");  // bound members count where parseGang puts them
+  int asked = 0;
+  const PodGroupLookup native = [&](const std::string&, const std::string&) {
+    ++asked;
+    PodGroupInfo basic;
+    basic.basic = true;
+    return basic;
+  };
+  const PodGroupInfo info = podGroupFor(p, {}, native);
+  CHECK(asked == 0);  // not needed: the annotation names the gang and its size
+  for (const PodGroupInfo& group : {info, native("default", "job-pg"), gangOf(9)}) {
+    auto g = parseGang(p, kDefault, group);
+    REQUIRE(g.isOk());
+    REQUIRE(g.value());
+    CHECK(g.value()->key == "default/train");
+    CHECK(g.value()->source == std::string(kGangName));
+    CHECK_FALSE(g.value()->native());
+    CHECK(g.value()->min_member == 4);
+  }
 }
 
 TEST_CASE("native PodGroup: basic policy, missing object and the reasons", "[gang][native-podgroup]") {
