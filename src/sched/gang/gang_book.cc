@@ -394,7 +394,8 @@ GangBook::Gang* GangBook::gangFor(const PodFacts& pod, const GpuRequest& req, co
     g.spec.timeout = spec.timeout;
     g.spec.timeout_capped = spec.timeout_capped;
   }
-  g.priority = std::max(g.priority, pod.priority);
+  // A PodGroup's own priority places the gang; else its members' highest.
+  g.priority = spec.priority ? *spec.priority : std::max(g.priority, pod.priority);
   g.last_seen = now();
   return &g;
 }

@@ -63,6 +63,7 @@ sched::PodGroupInfo PodGroupCache::decodeObject(const std::string& what, const J
   info.basic = g.basic;
   info.absent = g.error;
   if (g.error.empty()) info.topology_key = g.topology_key;
+  info.priority = g.priority;
   return info;
 }
 

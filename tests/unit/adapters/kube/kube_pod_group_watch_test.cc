@@ -208,4 +208,11 @@ TEST_CASE("PodGroup watch: a native group's lowered minCount releases the member
   for (int i = 0; i < 3; ++i) CHECK(answers[i] == "ok");
   CHECK(s.summary().gangs.held_gpus == 0);
   CHECK(cache.lookup("default", "pg").min_member == 3);
+  CHECK_FALSE(cache.lookup("default", "pg").priority);
+
+  // spec.priority (v1beta1+) is handed to the core with the minimum (the gang's place in line).
+  json ranked = nativeGroup("ranked", 2);
+  ranked["spec"]["priority"] = 1000;
+  cache.watchHandler().event(WatchEventType::kAdded, ranked);
+  CHECK(cache.lookup("default", "ranked").priority == 1000);
 }
