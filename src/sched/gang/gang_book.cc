@@ -692,7 +692,8 @@ void GangBook::park(Gang& g, const std::string& uid, const std::string& key, con
   int missing = 0;
   for (const GangSlot& s : g.slots) missing += here.count(s.member_uid) == 0 ? 1 : 0;
   // Every slot's member, or (a minimum lowered since the plan) as many as the gang still needs.
-  if (missing == 0 || barrierReady(g)) {
+  const int arrived = static_cast<int>(g.slots.size()) - missing;
+  if (missing == 0 || arrived >= g.spec.min_member - g.bound) {
     releaseBarrier(g, out);
     return;
   }
@@ -704,12 +705,13 @@ void GangBook::park(Gang& g, const std::string& uid, const std::string& key, con
 }
 
 bool GangBook::barrierReady(const Gang& g) const {
-  size_t parked = 0;  // waiters on a slot of the plan (bind parks only those)
-  for (const Waiter& w : g.waiting) {
-    parked += std::any_of(g.slots.begin(), g.slots.end(),
-                          [&](const GangSlot& s) { return s.member_uid == w.uid && s.node == w.node; });
-  }
-  return parked > 0 && static_cast<int>(parked) >= g.spec.min_member - g.bound;
+  // Slots whose member is parked (bind parks a member only on its slot's node); a set, so a
+  // large gang costs one pass over each, as in park.
+  std::unordered_set<std::string_view> here;
+  for (const Waiter& w : g.waiting) here.insert(w.uid);
+  int parked = 0;
+  for (const GangSlot& s : g.slots) parked += here.count(s.member_uid) > 0 ? 1 : 0;
+  return parked > 0 && parked >= g.spec.min_member - g.bound;
 }
 
 void GangBook::releaseBarrier(Gang& g, std::vector<Completion>* out) {
