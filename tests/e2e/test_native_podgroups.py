@@ -11,7 +11,8 @@ filter, per pod) before sending them all to bind at once.
 The module brings its own fake nodes (tests/e2e/gang_fleet.py): part "a" (4 x 8 GPUs) for the
 gang that binds, "b" (2 x 8) for the one too big to fit, "c" (4 x 8) for two competing gangs,
 "d" (2 x 8) for re-submission, "e" (2 x 8) for a cycle that fails on another plugin, "f" (2 x 8)
-for a gang whose last member comes late. Every test
+for a gang whose last member comes late, "g" and "h" (2 x 8 each) for gangs whose minCount is
+lowered while they wait (elastic gangs, v1beta1+). Every test
 checks that no GPU is given twice (gpu_invariant) and that Troupe holds nothing afterwards.
 """
 import time
@@ -24,7 +25,7 @@ from kubeapi import APIError
 from kubehelpers import KUBECONFIG
 from test_gangs import assert_all_or_nothing, watch
 
-PARTS = {"a": 4, "b": 2, "c": 4, "d": 2, "e": 2, "f": 2}
+PARTS = {"a": 4, "b": 2, "c": 4, "d": 2, "e": 2, "f": 2, "g": 2, "h": 2}
 # Set by the native_api fixture: the served version's path, and the condition type a scheduled
 # PodGroup carries there (renamed PodGroupInitiallyScheduled in v1beta1).
 GROUPS = None
@@ -305,6 +306,82 @@ def test_podgroup_holds_members_until_the_last_arrives_then_binds_all(api, names
         gpus = (pods[n]["metadata"].get("annotations") or {}).get("troupe.dev/gpus", "")
         assert len(gpus.split(",")) == 4, f"{n}: troupe.dev/gpus={gpus!r}"
     assert set(bound(api, namespace, set(names)).values()) == nodes_of_part(api, fleet, "f")
+    invariant(api)
+    delete_pods(api, namespace, names)
+    wait_no_gang_holds(troupe_url, api)
+
+
+def lower_min_count(api, namespace, name, min_count):
+    api.request("PATCH", f"{GROUPS}/namespaces/{namespace}/podgroups/{name}",
+                {"spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}}},
+                content_type="application/merge-patch+json")
+
+
+def elastic_api():
+    if GROUPS.endswith("/v1alpha2"):
+        pytest.skip("minCount is immutable in scheduling.k8s.io/v1alpha2 (Kubernetes 1.36); elastic gangs are v1beta1+")
+
+
+def assert_lowered_gang_binds(api, namespace, fleet, part, group, names, t0):
+    history = watch(api, namespace, {group: names}, lambda c: c[group] == 3, timeout=30)
+    assert_all_or_nothing(history, group, 3)
+    took = history[-1][0] - t0
+    pods = {p["metadata"]["name"]: p for p in api.list_pods(namespace)}
+    for n in names:
+        gpus = (pods[n]["metadata"].get("annotations") or {}).get("troupe.dev/gpus", "")
+        assert len(gpus.split(",")) == 4, f"{n}: troupe.dev/gpus={gpus!r}"
+    assert set(bound(api, namespace, set(names)).values()) <= nodes_of_part(api, fleet, part)
+    return took
+
+
+def test_lowered_min_count_binds_the_waiting_members_at_once(api, namespace, scheduler_name, fleet, troupe_url,
+                                                              gpu_invariant):
+    # Elastic gangs (docs/kubernetes-mode.md#waking-pending-pods): minCount 4, 3 members of 4 GPUs
+    # on part g (2 x 8) wait; lowering minCount to 3 binds the 3 within 30 s, each with its
+    # troupe.dev/gpus, long before kube-scheduler's 5-minute flush.
+    elastic_api()
+    create_group(api, namespace, "elastic", 4)
+    ms = members("elastic", 3, 4, fleet, "g", scheduler_name, timeout="120s")
+    names = [m["metadata"]["name"] for m in ms]
+    create_all(api, namespace, ms)
+    hold_until = time.monotonic() + 8
+    while time.monotonic() < hold_until:
+        assert not bound(api, namespace, set(names)), "a member was bound before minCount members existed"
+        time.sleep(0.25)
+    t0 = time.monotonic()
+    lower_min_count(api, namespace, "elastic", 3)
+    took = assert_lowered_gang_binds(api, namespace, fleet, "g", "elastic", names, t0)
+    print(f"\n[measure] PodGroup elastic: minCount 4 -> 3, the 3 waiting members bound {took:.2f}s after the change")
+    invariant(api)
+    delete_pods(api, namespace, names)
+    wait_no_gang_holds(troupe_url, api)
+
+
+def test_lowered_min_count_releases_a_gang_troupe_planned(api, namespace, scheduler_name, fleet, troupe_url,
+                                                          gpu_invariant):
+    # Here Troupe has planned the gang for minCount 4: a 4th member fits no node (kube-scheduler's
+    # own filters reject it), so kube-scheduler's PodGroup cycles bring the 3 others through
+    # Troupe's filter, which holds 4 x 4 GPUs on part h (2 x 8) and steers them onto 3 slots. Lowered
+    # to 3, Troupe's PodGroup watch gives the core the new minimum at once: the 3 bind (within 30 s),
+    # and the 4th slot's GPUs are given back.
+    elastic_api()
+    create_group(api, namespace, "elastic-planned", 4)
+    ms = members("elastic-planned", 3, 4, fleet, "h", scheduler_name, timeout="120s")
+    ms += members("elastic-planned", 4, 4, fleet, "h", scheduler_name, timeout="120s", node_selector=NOWHERE)[3:]
+    names = [m["metadata"]["name"] for m in ms]
+    create_all(api, namespace, ms)
+    deadline = time.monotonic() + 40
+    while gang_holds(troupe_url)["troupe_gang_reserved_gpus"] < 16:
+        assert not bound(api, namespace, set(names)), "a member was bound with 3 of minCount 4"
+        assert time.monotonic() < deadline, f"Troupe never planned the gang: {gang_holds(troupe_url)}"
+        time.sleep(0.25)
+    assert not bound(api, namespace, set(names))
+    t0 = time.monotonic()
+    lower_min_count(api, namespace, "elastic-planned", 3)
+    took = assert_lowered_gang_binds(api, namespace, fleet, "h", "elastic-planned", names[:3], t0)
+    print(f"\n[measure] PodGroup elastic-planned (planned by Troupe for 4): minCount 4 -> 3, 3 bound {took:.2f}s "
+          f"after the change")
+    assert names[3] not in bound(api, namespace, set(names))
     invariant(api)
     delete_pods(api, namespace, names)
     wait_no_gang_holds(troupe_url, api)

@@ -160,7 +160,10 @@ Result<std::optional<GangSpec>> parseGang(const PodFacts& pod, std::chrono::mill
   const std::string* total = spec.source == kKueueGroup ? lookup(pod, kKueueTotal) : nullptr;
   const bool native = spec.source == kSchedulingGroup;
   if (native && pod_group.basic) return std::optional<GangSpec>();  // a group, but not a gang
-  if (native) spec.topology_key = pod_group.topology_key;
+  if (native) {
+    spec.topology_key = pod_group.topology_key;
+    spec.priority = pod_group.priority;
+  }
   if (pod_group.min_member && (native || spec.source == kPodGroupLabel)) {
     spec.min_member = *pod_group.min_member;  // the PodGroup object is the source of truth
   } else if (size) {

@@ -243,6 +243,28 @@ void GangBook::nodeRemoved(const std::string& name, std::vector<Completion>* out
   }
 }
 
+void GangBook::setMinimum(const std::string& key, int min_member, bool native, std::vector<Completion>* out) {
+  auto it = gangs_.find(key);
+  if (it == gangs_.end() || min_member < 1) return;
+  Gang& g = it->second;
+  // Only a gang whose minimum comes from this very PodGroup object (parseGang): a gang named by
+  // troupe.dev/gang keeps its own size, and a dormant one takes it at its first filter.
+  const bool from_object = native ? g.spec.native() : g.spec.source == kPodGroupLabel;
+  if (!g.filtered || !from_object || g.spec.min_member == min_member) return;
+  const bool lowered = min_member < g.spec.min_member;
+  g.spec.min_member = min_member;
+  g.stalled.clear();  // the members that stalled may be enough now: plan again
+  if (lowered && !g.waiting.empty() && barrierReady(g)) {
+    releaseBarrier(g, out);
+  } else if (!g.slots.empty() && static_cast<int>(g.slots.size()) < min_member - g.bound) {
+    // Raised beyond the plan: the members not yet bound wait for the new minimum together.
+    releasePlan(g,
+                "gang " + key + "'s PodGroup raised its minimum to " + std::to_string(min_member) +
+                    "; its plan was released and it is planned afresh",
+                out);
+  }
+}
+
 GangBook::GangMap::iterator GangBook::endGang(GangMap::iterator it, std::vector<Completion>* out) {
   Gang& g = it->second;
   for (Waiter& w : g.waiting) {
@@ -312,6 +334,7 @@ GangBook::Progress GangBook::progress(const std::string& key) const {
   p.planned = !g->second.slots.empty();
   p.admitted = g->second.admitted();
   p.bound = g->second.bound;
+  p.min_member = g->second.filtered ? g->second.spec.min_member : 0;
   return p;
 }
 
@@ -371,7 +394,8 @@ GangBook::Gang* GangBook::gangFor(const PodFacts& pod, const GpuRequest& req, co
     g.spec.timeout = spec.timeout;
     g.spec.timeout_capped = spec.timeout_capped;
   }
-  g.priority = std::max(g.priority, pod.priority);
+  // A PodGroup's own priority places the gang; else its members' highest.
+  g.priority = spec.priority ? *spec.priority : std::max(g.priority, pod.priority);
   g.last_seen = now();
   return &g;
 }
@@ -667,7 +691,9 @@ void GangBook::park(Gang& g, const std::string& uid, const std::string& key, con
   for (const Waiter& w : g.waiting) here.insert(w.uid);
   int missing = 0;
   for (const GangSlot& s : g.slots) missing += here.count(s.member_uid) == 0 ? 1 : 0;
-  if (missing == 0) {
+  // Every slot's member, or (a minimum lowered since the plan) as many as the gang still needs.
+  const int arrived = static_cast<int>(g.slots.size()) - missing;
+  if (missing == 0 || arrived >= g.spec.min_member - g.bound) {
     releaseBarrier(g, out);
     return;
   }
@@ -678,13 +704,26 @@ void GangBook::park(Gang& g, const std::string& uid, const std::string& key, con
           std::to_string(wholeSeconds(g.barrier_deadline - now())) + "s from now (troupe.dev/gang-timeout)");
 }
 
+bool GangBook::barrierReady(const Gang& g) const {
+  // Slots whose member is parked (bind parks a member only on its slot's node); a set, so a
+  // large gang costs one pass over each, as in park.
+  std::unordered_set<std::string_view> here;
+  for (const Waiter& w : g.waiting) here.insert(w.uid);
+  int parked = 0;
+  for (const GangSlot& s : g.slots) parked += here.count(s.member_uid) > 0 ? 1 : 0;
+  return parked > 0 && parked >= g.spec.min_member - g.bound;
+}
+
 void GangBook::releaseBarrier(Gang& g, std::vector<Completion>* out) {
-  // The plan is then spent: the GPUs are the members' own.
+  // The plan is then spent: the GPUs are the members' own; a slot nobody claimed (a minimum
+  // lowered since the plan) is given back.
   std::map<std::string, int> bound_on;  // node -> members released onto it
+  std::vector<bool> taken(g.slots.size(), false);
   for (Waiter& w : g.waiting) {
     for (size_t i = 0; i < g.slots.size(); ++i) {
       const GangSlot& s = g.slots[i];
       if (s.member_uid != w.uid || s.node != w.node) continue;
+      taken[i] = true;
       cluster_.unhold(s.node, holdUid(g.spec.key, g.incarnation, i));
       model::Allocation a;
       a.pod_uid = w.uid;
@@ -703,6 +742,9 @@ void GangBook::releaseBarrier(Gang& g, std::vector<Completion>* out) {
         out->emplace_back(std::move(w.done), st);
       }
     }
+  }
+  for (size_t i = 0; i < g.slots.size(); ++i) {
+    if (!taken[i]) cluster_.unhold(g.slots[i].node, holdUid(g.spec.key, g.incarnation, i));
   }
   g.waiting.clear();
   g.slots.clear();

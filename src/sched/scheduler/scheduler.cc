@@ -438,6 +438,18 @@ void Scheduler::tick() {
   });
 }
 
+void Scheduler::setGangMinimum(const std::string& gang, int min_member, bool native) {
+  {
+    std::shared_lock lock(mu_);
+    const GangBook::Progress p = gangs_.progress(gang);
+    if (!p.exists || p.min_member == min_member) return;  // most updates change no minimum
+  }
+  withGangs([&](std::vector<Completion>* out) {
+    gangs_.setMinimum(gang, min_member, native, out);
+    return true;
+  });
+}
+
 void Scheduler::forgetPod(const std::string& pod_uid) {
   if (pod_uid.empty()) return;
   pending_.forget(pod_uid);

@@ -85,10 +85,12 @@ std::vector<WakeCandidate> Scheduler::planWakes(WakePlanner& planner) {
     const GangBook::Progress progress = gangs_.progress(c.gang);
     if (progress.admitted) return !admitted(shape, c.queue, queue_before + c.milli, c.gang, true).empty();
     if (progress.planned) return false;
-    const int need = std::max(1, p.gang_min - progress.bound);
+    // The book's minimum: a PodGroup's may have changed since this member's filter (elastic gangs).
+    const int gang_min = progress.min_member > 0 ? progress.min_member : p.gang_min;
+    const int need = std::max(1, gang_min - progress.bound);
     int64_t room = 0;  // members that fit, counting each node's free GPUs
     for (const model::NodeState* node :
-         admitted(shape, c.queue, queue_before + std::max(1, p.gang_min) * c.milli, c.gang, false)) {
+         admitted(shape, c.queue, queue_before + std::max(1, gang_min) * c.milli, c.gang, false)) {
       room += node->freeMilliTotal() / std::max<int64_t>(1, c.milli);
     }
     return room >= need;

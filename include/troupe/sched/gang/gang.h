@@ -18,6 +18,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -42,6 +43,9 @@ struct GangSpec {
   // A native PodGroup's spec.schedulingConstraints.topology[0].key: the gang must sit inside
   // one domain of that label (resolved against topology.levels by gangTopologyLevel).
   std::string topology_key;
+  // A native PodGroup's spec.priority (v1beta1+): the gang's place in Troupe's line, instead of
+  // its members' highest pod priority.
+  std::optional<int64_t> priority;
 
   bool native() const { return source == kSchedulingGroup; }
 };
@@ -55,9 +59,10 @@ struct PodGroupInfo {
 
   // spec.minMember, or spec.schedulingPolicy.gang.minCount, when the object could be read
   std::optional<int> min_member;
-  std::string absent;        // why not, for messages (e.g. "the PodGroup CRD is not installed")
-  bool basic = false;        // native, spec.schedulingPolicy.basic: the pods are not a gang
-  std::string topology_key;  // native, spec.schedulingConstraints.topology[0].key; "" when none
+  std::string absent;               // why not, for messages (e.g. "the PodGroup CRD is not installed")
+  bool basic = false;               // native, spec.schedulingPolicy.basic: the pods are not a gang
+  std::string topology_key;         // native, spec.schedulingConstraints.topology[0].key; "" when none
+  std::optional<int32_t> priority;  // native, spec.priority (v1beta1+), when set
 };
 
 // Reads the PodGroup object a pod names (an adapter's cache of the Kubernetes API; it may

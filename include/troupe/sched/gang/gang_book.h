@@ -139,6 +139,13 @@ class GangBook {
   void leave(const std::string& uid, const std::string& why, std::vector<Completion>* out);
   // A removed node: plans on it are made afresh, and it is no longer drained.
   void nodeRemoved(const std::string& name, std::vector<Completion>* out);
+  // The gang's PodGroup object changed its minimum (an elastic gang; `native`: a scheduling.k8s.io
+  // PodGroup, else scheduler-plugins'). Only a gang that takes its minimum from that object is
+  // changed. Lowered: the members parked at the barrier are released once they reach the new
+  // minimum, and a stalled native gang is planned again. Raised: a plan too small for it is
+  // released (parked binds fail and are planned afresh); an admitted gang's further members wait
+  // for the new minimum together. Bound members keep their GPUs either way.
+  void setMinimum(const std::string& key, int min_member, bool native, std::vector<Completion>* out);
 
   // --- reading --------------------------------------------------------------------------
   // Where a gang stands, for queue admission: a planned or admitted gang's GPUs are already
@@ -148,6 +155,7 @@ class GangBook {
     bool planned = false;   // a plan holds GPUs for its members
     bool admitted = false;  // its minimum members hold their GPUs
     int bound = 0;          // members holding their GPUs
+    int min_member = 0;     // its minimum (0 while dormant)
   };
   Progress progress(const std::string& key) const;
   // The live members of a gang (sorted); empty for an unknown gang.
@@ -234,6 +242,8 @@ class GangBook {
   // The bind barrier.
   void park(Gang& g, const std::string& uid, const std::string& key, const std::string& node,
             BindCallback& done, std::vector<Completion>* out);
+  // Enough members are parked on their slots for the gang's minimum (less its bound members).
+  bool barrierReady(const Gang& g) const;
   // Every member is here: each hold becomes its member's own allocation, together.
   void releaseBarrier(Gang& g, std::vector<Completion>* out);
 

@@ -156,6 +156,10 @@ class Scheduler {
   // carry its name form a new gang. Later filters and binds of the uid are refused. GPUs the
   // pod holds are released separately (release()), when it no longer holds them.
   void forgetPod(const std::string& pod_uid);
+  // A gang's PodGroup object changed its minimum (elastic gangs; the adapter watches PodGroups):
+  // GangBook::setMinimum. `gang` is the PodGroup's namespace/name; `native`: scheduling.k8s.io,
+  // else scheduler-plugins'. The waker then judges the gang's refused members by the new minimum.
+  void setGangMinimum(const std::string& gang, int min_member, bool native);
   // Every gang Troupe tracks, for tests and diagnostics (sorted by key).
   using GangView = sched::GangView;
   std::vector<GangView> gangs() const;

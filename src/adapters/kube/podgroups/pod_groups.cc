@@ -42,19 +42,28 @@ std::string PodGroupCache::notServed() const {
 
 sched::PodGroupInfo PodGroupCache::decode(const std::string& what, const std::string& body) const {
   Result<Json> doc = parseKubeJson(body);
-  const Json* spec = doc.isOk() ? member(doc.value(), "spec") : nullptr;
+  if (!doc.isOk()) {
+    if (which_ == PodGroupApi::kSchedulerPlugins)
+      return {std::nullopt, what + " has no spec.minMember from 1 to 100000"};
+    return {std::nullopt, what + " could not be parsed"};
+  }
+  return decodeObject(what, doc.value());
+}
+
+sched::PodGroupInfo PodGroupCache::decodeObject(const std::string& what, const Json& object) const {
+  const Json* spec = member(object, "spec");
   if (which_ == PodGroupApi::kSchedulerPlugins) {
     const Json* min = spec ? member(*spec, "minMember") : nullptr;
     if (min && validMin(*min)) return {static_cast<int>(min->get<int64_t>()), ""};
     return {std::nullopt, what + " has no spec.minMember from 1 to 100000"};
   }
-  if (!doc.isOk()) return {std::nullopt, what + " could not be parsed"};
-  const NativePodGroup g = decodeNativePodGroup(doc.value(), what);
+  const NativePodGroup g = decodeNativePodGroup(object, what);
   sched::PodGroupInfo info;
   info.min_member = g.min_count;
   info.basic = g.basic;
   info.absent = g.error;
   if (g.error.empty()) info.topology_key = g.topology_key;
+  info.priority = g.priority;
   return info;
 }
 
@@ -68,10 +77,62 @@ void PodGroupCache::forget(const std::string& key) {
   entries_.erase(key);
 }
 
+size_t PodGroupCache::watchedCount() const {
+  std::lock_guard lock(mu_);
+  return watched_.size();
+}
+
+void PodGroupCache::beginWatchList() {
+  std::lock_guard lock(mu_);
+  listing_ = true;
+  relisted_.clear();
+}
+
+void PodGroupCache::endWatchList() {
+  std::lock_guard lock(mu_);
+  // What the list did not show again was deleted while the watch was away.
+  for (auto it = watched_.begin(); it != watched_.end();) {
+    if (relisted_.count(it->first)) {
+      ++it;
+    } else {
+      entries_.erase(it->first);
+      it = watched_.erase(it);
+    }
+  }
+  relisted_.clear();
+  listing_ = false;
+}
+
+void PodGroupCache::watchEvent(WatchEventType type, const Json& object) {
+  const std::string name = nameOf(object);
+  const Json* meta = member(object, "metadata");
+  const std::string ns = meta ? adapters::textOf(member(*meta, "namespace")) : std::string();
+  if (name.empty() || ns.empty()) return;
+  const std::string key = ns + "/" + name;
+  std::optional<int> changed;
+  {
+    std::lock_guard lock(mu_);
+    entries_.erase(key);  // the watch's copy is newer than a GET's
+    if (type == WatchEventType::kDeleted) {
+      watched_.erase(key);
+      return;
+    }
+    sched::PodGroupInfo info = decodeObject("PodGroup " + key, object);
+    if (listing_) relisted_.insert(key);
+    auto it = watched_.find(key);
+    if (info.min_member && (it == watched_.end() || it->second.min_member != info.min_member))
+      changed = info.min_member;
+    watched_[key] = std::move(info);
+  }
+  // After the cache holds it: a filter from now on reads the same minimum the core is given.
+  if (changed && on_min_changed_) on_min_changed_(key, *changed);
+}
+
 sched::PodGroupInfo PodGroupCache::lookup(const std::string& ns, const std::string& name) {
   const std::string key = ns + "/" + name;
   {
     std::lock_guard lock(mu_);
+    if (auto w = watched_.find(key); w != watched_.end()) return w->second;
     if (auto it = entries_.find(key); it != entries_.end() && now() < it->second.expires)
       return it->second.info;
   }

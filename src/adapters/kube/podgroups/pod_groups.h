@@ -6,8 +6,12 @@
 //   spec.schedulingGroup.podGroupName takes spec.schedulingPolicy.gang.minCount (a `basic`
 //   policy: no gang) and spec.schedulingConstraints.topology[0].key.
 //
-// Read on demand from the filter path (one GET per group, then cached: found groups for
-// `found_ttl`, missing ones briefly, so a PodGroup created just after its pods is seen soon).
+// Watched (watchHandler(), fed by a list-then-watch of the API's podgroups): a watched object
+// answers lookup at once and stays current, and a changed minimum is handed to `on_min_changed`
+// (the core's Scheduler::setGangMinimum: elastic gangs) as soon as the event arrives. A group the
+// watch has not seen (not listed yet, the watch refused by RBAC or not started) is read on demand
+// from the filter path (one GET per group, then cached: found groups for `found_ttl`, missing
+// ones briefly, so a PodGroup created just after its pods is seen soon).
 // The API may be absent: a 404 is told apart by asking discovery for the group version, and
 // that answer is cached for `no_crd_ttl`. Every failure becomes a PodGroupInfo whose `absent`
 // says why, so the pod's reason names it and troupe.dev/gang-size is used instead.
@@ -20,13 +24,18 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "adapters/common/logger.h"
 #include "adapters/kube/client/api_client.h"
 #include "adapters/kube/podgroups/native_pod_group.h"
+#include "adapters/kube/watch/watch_handler.h"
 #include "troupe/sched/gang/gang.h"
 
 namespace troupe::kube {
+
+// scheduler-plugins' PodGroups, all namespaces (a watch's path).
+inline constexpr const char* kSchedulerPluginsPodGroups = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups";
 
 struct PodGroupOptions {
   std::chrono::milliseconds found_ttl{std::chrono::seconds(10)};
@@ -59,7 +68,24 @@ class PodGroupCache {
 
   uint64_t apiReads() const;
 
+  // --- watched -----------------------------------------------------------------------------
+  // Called with a PodGroup's "namespace/name" and minimum when a watch event brings a minimum
+  // other than the one known (or the first one), after the cache holds it; never under the
+  // cache's lock. Set before the watch starts.
+  using MinChanged = std::function<void(const std::string& key, int min_member)>;
+  void onMinChanged(MinChanged callback) { on_min_changed_ = std::move(callback); }
+  // Feed a list-then-watch of this API's podgroups (all namespaces) into it.
+  WatchHandler& watchHandler() { return watch_feed_; }
+  size_t watchedCount() const;
+
  private:
+  using Feed = MemberFeed<PodGroupCache>;
+  void beginWatchList();
+  void endWatchList();
+  void watchEvent(WatchEventType type, const Json& object);
+  // The object's minimum (and, natively, its policy and topology), or `absent` set.
+  sched::PodGroupInfo decodeObject(const std::string& what, const Json& object) const;
+
   struct Entry {
     sched::PodGroupInfo info;
     Clock::time_point expires;
@@ -84,10 +110,17 @@ class PodGroupCache {
 
   mutable std::mutex mu_;  // guards everything below
   std::unordered_map<std::string, Entry> entries_;
+  std::unordered_map<std::string, sched::PodGroupInfo> watched_;  // as the watch last showed them
+  std::unordered_set<std::string> relisted_;                      // during a list: the keys seen
+  bool listing_ = false;
   Clock::time_point crd_checked_{};
   bool crd_known_ = false;
   bool crd_installed_ = false;
   uint64_t reads_ = 0;
+
+  MinChanged on_min_changed_;
+  Feed watch_feed_{*this, &PodGroupCache::beginWatchList, &PodGroupCache::endWatchList,
+                   &PodGroupCache::watchEvent};
 };
 
 }  // namespace troupe::kube

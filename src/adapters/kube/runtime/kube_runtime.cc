@@ -57,6 +57,11 @@ KubeRuntime::KubeRuntime(KubeTransport& api, sched::Scheduler& scheduler, adapte
           [this](const std::string& uid) { return sync_.pendingPod(uid).has_value(); }, logger,
           options_.wake) {
   if (metrics_) metrics_->enableKube();
+  // Elastic gangs: a PodGroup's minimum changed on the watch reaches the core at once.
+  pod_groups_.onMinChanged(
+      [this](const std::string& key, int min) { scheduler_.setGangMinimum(key, min, /*native=*/false); });
+  native_groups_.onMinChanged(
+      [this](const std::string& key, int min) { scheduler_.setGangMinimum(key, min, /*native=*/true); });
   scheduler_.setGangObserver([this](const sched::GangNotice& n) {
     using Kind = sched::GangNotice::Kind;
     if (n.kind == Kind::kEnded) {
@@ -146,6 +151,15 @@ void KubeRuntime::start(std::function<void()> on_ready) {
                   "deploy/), or ignore this if you use no Queues; the config file's queues apply meanwhile"),
       queue_sync_.queueHandler());
   startWatch(watchConfig("namespaces", "/api/v1/namespaces"), queue_sync_.namespaceHandler());
+
+  // PodGroups (pod_groups.h), watched so that a changed minimum reaches the core at once. The
+  // native API's version is found by discovery first (none served: asked again later).
+  startWatch(
+      watchConfig("podgroups", kSchedulerPluginsPodGroups,
+                  "the scheduler-plugins PodGroup CRD (podgroups.scheduling.x-k8s.io) is not installed: "
+                  "nothing to do unless gangs use the scheduling.x-k8s.io/pod-group label"),
+      pod_groups_.watchHandler());
+  threads_.emplace_back([this] { watchNativePodGroups(); });
   threads_.emplace_back([this] { active_.run(stop_); });
 
   if (options_.wake.enabled) {
@@ -159,6 +173,21 @@ void KubeRuntime::start(std::function<void()> on_ready) {
                         [&] { housekeeping(last_stats); });
     }
   });
+}
+
+void KubeRuntime::watchNativePodGroups() {
+  while (!stop_.stopped()) {
+    const NativePodGroupApi::Served served = native_api_.served();
+    if (!served.version.empty()) {
+      // Until stop: the version served at start-up (an upgrade keeps serving it for at least a
+      // release after a newer one comes, so a restart of Troupe then moves it on).
+      makeWatcher(watchConfig("native-podgroups", served.path() + "/podgroups"),
+                  native_groups_.watchHandler())
+          ->run(stop_);
+      return;
+    }
+    stop_.sleepFor(options_.pod_groups.no_crd_ttl);
+  }
 }
 
 void KubeRuntime::housekeeping(std::chrono::steady_clock::time_point& last_stats) {

@@ -97,6 +97,8 @@ class KubeRuntime {
   std::unique_ptr<Watcher> makeWatcher(WatchConfig config, WatchHandler& handler);
   // Runs makeWatcher's watcher on a thread of its own until stop().
   void startWatch(WatchConfig config, WatchHandler& handler);
+  // Watches the native PodGroups once discovery finds the version that serves them.
+  void watchNativePodGroups();
   // One round of the housekeeping thread: settle bindings, check the pod watch, cache gauges.
   void housekeeping(std::chrono::steady_clock::time_point& last_stats);
 
