@@ -126,7 +126,9 @@ class MemoTable {
 struct FreeCapacity {
   std::vector<std::pair<std::string, int64_t>> by_product;
   std::vector<size_t> product_of;  // per node: its index in by_product
-  int64_t milli = 0, whole_slots = 0;
+  int64_t milli = 0;
+  std::vector<int64_t> slot_cpu;     // the whole-node demand levels' CPU (RequestMix::wholeNodeDemand)
+  std::vector<int64_t> whole_slots;  // per level: the slots with that much CPU
 
   explicit FreeCapacity(const std::vector<model::NodeState>& nodes) : product_of(nodes.size()) {
     std::map<std::string, size_t> index;
@@ -137,14 +139,35 @@ struct FreeCapacity {
       product_of[i] = it->second;
       by_product[it->second].second += static_cast<int64_t>(info.gpu_count) * model::kMilliPerGpu;
     }
-    for (const model::NodeState& n : nodes) {
-      milli += n.freeMilliTotal();
-      whole_slots += sched::WholeNodePressure::slotsOf(n);
-    }
+    for (const model::NodeState& n : nodes) milli += n.freeMilliTotal();
   }
-  // A pod landed on `node`, changing its whole-node slots by `slot_change`.
-  void placed(size_t node, const sched::GpuRequest& req, int slot_change) {
-    whole_slots += slot_change;
+  // The whole-node pressure of `mix`; the slots are recounted when its levels' CPU changed
+  // (rarely: the window's whole-node requests keep their few CPU sizes).
+  sched::WholeNodePressure wholeNodePressure(const std::vector<model::NodeState>& nodes,
+                                             const sched::RequestMix& mix) {
+    const std::vector<sched::WholeNodeDemand>& demand = mix.wholeNodeDemand();
+    std::vector<int64_t> cpu;
+    for (const sched::WholeNodeDemand& d : demand) cpu.push_back(d.cpu_milli);
+    if (cpu != slot_cpu) {
+      slot_cpu = std::move(cpu);
+      whole_slots.assign(slot_cpu.size(), 0);
+      for (const model::NodeState& n : nodes) {
+        for (size_t i = 0; i < slot_cpu.size(); ++i)
+          whole_slots[i] += sched::WholeNodePressure::slotsOf(n, slot_cpu[i]);
+      }
+    }
+    return sched::WholeNodePressure::compute(demand, milli, whole_slots);
+  }
+  // The node's slots per level, before and after a placement.
+  std::vector<int> slotsOf(const model::NodeState& node) const {
+    std::vector<int> out;
+    for (int64_t cpu : slot_cpu) out.push_back(sched::WholeNodePressure::slotsOf(node, cpu));
+    return out;
+  }
+  // A pod landed on `node`, whose slots per level were `before` and are now `after`.
+  void placed(size_t node, const sched::GpuRequest& req, const std::vector<int>& before,
+              const std::vector<int>& after) {
+    for (size_t i = 0; i < whole_slots.size(); ++i) whole_slots[i] += after[i] - before[i];
     if (!req.wantsGpus()) return;
     milli -= req.totalMilli();
     by_product[product_of[node]].second -= req.totalMilli();
@@ -334,9 +357,7 @@ RunResult replay(const ReplayInput& in) {
         pressure_epoch = mix.epoch();
       }
       const sched::WholeNodePressure whole =
-          ctx.mix ? sched::WholeNodePressure::compute(ctx.mix->wholeNodeShare(), free_now.milli,
-                                                      free_now.whole_slots)
-                  : sched::WholeNodePressure{};
+          ctx.mix ? free_now.wholeNodePressure(nodes, *ctx.mix) : sched::WholeNodePressure{};
       // The memo's score when it is for this node state and mix, else a fresh one.
       auto scoreOf = [&](size_t node) -> const sched::NodeScore& {
         Memo& m = memo.of(node, pod);
@@ -361,9 +382,9 @@ RunResult replay(const ReplayInput& in) {
       drawSharedGpu(nodes[*chosen], req, rng, &placement);
     int placed_on = -1;
     if (chosen) {
-      const int slots_before = sched::WholeNodePressure::slotsOf(nodes[*chosen]);
+      const std::vector<int> slots_before = free_now.slotsOf(nodes[*chosen]);
       if (nodes[*chosen].add(allocationOf(step, req, placement)).isOk()) {
-        free_now.placed(*chosen, req, sched::WholeNodePressure::slotsOf(nodes[*chosen]) - slots_before);
+        free_now.placed(*chosen, req, slots_before, free_now.slotsOf(nodes[*chosen]));
         memo.changed(*chosen);
         placed_on = static_cast<int>(*chosen);
         used += req.wantsGpus() ? req.totalMilli() : 0;

@@ -80,6 +80,12 @@ std::string renderTenantTable(const TenantReport& r) {
         return n;
       },
       1, 0);
+  row(
+      "8-GPU pods' wait p50 (s)", [](const TenantRun& x) { return x.whole_node_waits.p50; }, 1, 0);
+  row(
+      "8-GPU pods' wait p95 (s)", [](const TenantRun& x) { return x.whole_node_waits.p95; }, 1, 0);
+  row(
+      "8-GPU pods waiting at the end", [](const TenantRun& x) { return x.whole_node_waiting_at_end; }, 1, 0);
   out += "\nPer tenant: share of allocated GPUs while contended against its fair share, and waits (s)\n\n";
   header = pad("ordering", 12) + pad("tenant", 16) + pad("pods", 7, true) + pad("share %", 9, true) +
            pad("fair %", 9, true) + pad("share/fair", 12, true) + pad("wait mean", 11, true) +
@@ -136,7 +142,12 @@ std::string renderTenantJson(const TenantReport& r) {
              ", \"contended_utilisation\": " + fixed(x.contended_utilisation, 5) +
              ", \"busy_seconds\": " + fixed(x.busy_seconds, 1) +
              ", \"contended_seconds\": " + fixed(x.contended_seconds, 1) + ", \"jain\": " + fixed(x.jain, 5) +
-             ", \"never_fit\": " + std::to_string(x.never_fit) + ", \"tenants\": [";
+             ", \"never_fit\": " + std::to_string(x.never_fit) +
+             ", \"whole_node_wait_seconds\": {\"n\": " + std::to_string(x.whole_node_waits.n) +
+             ", \"mean\": " + fixed(x.whole_node_waits.mean, 2) +
+             ", \"p50\": " + fixed(x.whole_node_waits.p50, 2) +
+             ", \"p95\": " + fixed(x.whole_node_waits.p95, 2) +
+             ", \"waiting_at_end\": " + std::to_string(x.whole_node_waiting_at_end) + "}, \"tenants\": [";
       for (size_t t = 0; t < x.tenants.size(); ++t) {
         const TenantOutcome& o = x.tenants[t];
         out += (t ? ", " : "") + std::string("{\"name\": ") + jsonString(o.spec.name) +

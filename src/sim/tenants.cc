@@ -16,7 +16,9 @@
 #include "troupe/sched/queue/queue_book.h"
 #include "troupe/sched/request/request_mix.h"
 #include "troupe/sched/score/choose_node.h"
+#include "troupe/sched/score/model_pressure.h"
 #include "troupe/sched/score/placement.h"
+#include "troupe/sched/score/whole_node_pressure.h"
 #include "troupe/sim/go_random.h"
 
 namespace troupe::sim {
@@ -63,6 +65,13 @@ std::vector<int> shapeIds(const std::vector<TimedPod>& pods, int* count) {
   *count = static_cast<int>(ids.size());
   return out;
 }
+
+// What ranking takes the scarcity and whole-node penalties at (model_pressure.h,
+// whole_node_pressure.h); empty while the mix names no model or asks for no whole node.
+struct Pressures {
+  sched::ModelPressure model;
+  sched::WholeNodePressure whole;
+};
 
 // Piecewise-constant state between events, integrated over time.
 struct Step {
@@ -150,6 +159,8 @@ class Simulation {
   void enqueue(int pod);
   // The node the policy picks among those that fit (and `allow`, when given), or -1.
   int chooseFor(int pod, const std::function<bool(size_t)>& allow = {});
+  // The model and whole-node pressures of the cluster now (one pass over the nodes).
+  Pressures pressures() const;
   const sched::NodeScore& scoreOf(size_t node, int pod);
   bool place(int pod, int node, double now);
   void depart(int pod);
@@ -205,15 +216,48 @@ const sched::NodeScore& Simulation::scoreOf(size_t node, int pod) {
   return f.score;
 }
 
+Pressures Simulation::pressures() const {
+  Pressures out;
+  const std::vector<sched::WholeNodeDemand>& demand = mix_.wholeNodeDemand();
+  const bool models = !mix_.constrained().empty(), whole = !demand.empty();
+  if (!models && !whole) return out;
+  std::vector<std::pair<std::string, int64_t>> free_by_product;
+  int64_t free_milli = 0;
+  std::vector<int64_t> slots(demand.size(), 0);
+  for (const model::NodeState& n : nodes_) {
+    const std::string& product = n.info().gpu_product;
+    auto it = std::find_if(free_by_product.begin(), free_by_product.end(),
+                           [&](const auto& p) { return p.first == product; });
+    if (it == free_by_product.end()) it = free_by_product.insert(free_by_product.end(), {product, 0});
+    it->second += n.freeMilliTotal();
+    free_milli += n.freeMilliTotal();
+    for (size_t i = 0; i < demand.size(); ++i)
+      slots[i] += sched::WholeNodePressure::slotsOf(n, demand[i].cpu_milli);
+  }
+  if (models) out.model = sched::ModelPressure::compute(mix_, free_by_product);
+  if (whole) out.whole = sched::WholeNodePressure::compute(demand, free_milli, slots);
+  return out;
+}
+
 int Simulation::chooseFor(int pod, const std::function<bool(size_t)>& allow) {
   std::vector<size_t> feasible;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (fitsOn(i, pod) && (!allow || allow(i))) feasible.push_back(i);
   }
+  if (feasible.empty()) return -1;
   const sched::Policy& policy = *in_.policy;
+  const sched::GpuRequest& req = pods_[static_cast<size_t>(pod)].request;
+  // As the replay and the live ranking: the pressures' penalties off the memoised value.
+  const Pressures pressure = pressures();
   const sched::Draw draw = [this](int n) { return rng_.intn(n); };
   const int k = sched::chooseNode(
-      feasible.size(), policy, policy.tieBreak(), [&](size_t i) { return scoreOf(feasible[i], pod).value; },
+      feasible.size(), policy, policy.tieBreak(),
+      [&](size_t i) {
+        const model::NodeState& n = nodes_[feasible[i]];
+        return scoreOf(feasible[i], pod).value -
+               (pressure.model.empty() ? 0.0 : policy.scarcityPenalty(n, req, pressure.model)) -
+               (pressure.whole.empty() ? 0.0 : policy.wholeNodePenalty(n, req, pressure.whole));
+      },
       [&](size_t i) { return feasible[i]; }, draw);
   return k < 0 ? -1 : static_cast<int>(feasible[static_cast<size_t>(k)]);
 }
@@ -481,6 +525,7 @@ void Simulation::summarise(TenantRun& r) const {
   const size_t n = in_.tenants.size();
   double busy_end = 0;
   std::vector<std::vector<double>> waits(n);
+  std::vector<double> whole_node_waits;
   r.tenants.assign(n, TenantOutcome{});
   for (size_t t = 0; t < n; ++t) r.tenants[t].spec = in_.tenants[t];
   for (size_t i = 0; i < pods_.size(); ++i) {
@@ -489,14 +534,18 @@ void Simulation::summarise(TenantRun& r) const {
     ++t.pods;
     if (!o.fits_empty) continue;
     busy_end = std::max(busy_end, pods_[i].arrival);
+    const bool whole_node = pods_[i].request.gpus >= sched::kWholeNodeGpus;
     if (o.start < 0) {
       ++t.waiting_at_end;
+      r.whole_node_waiting_at_end += whole_node ? 1 : 0;
       continue;
     }
     ++t.started;
     busy_end = std::max(busy_end, o.start);
     waits[static_cast<size_t>(pods_[i].tenant)].push_back(o.start - pods_[i].arrival);
+    if (whole_node) whole_node_waits.push_back(o.start - pods_[i].arrival);
   }
+  r.whole_node_waits = waitStats(whole_node_waits);
   // Pods still waiting at the end (QueueBook refused them for ever) are counted, not timed: the
   // busy time ends with the last arrival or start either way.
   for (size_t t = 0; t < n; ++t) r.tenants[t].waits = waitStats(waits[t]);

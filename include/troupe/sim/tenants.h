@@ -107,7 +107,11 @@ struct TenantRun {
   std::vector<ShareSample> samples;
   std::vector<PodOutcome> pods;  // per TimedPod
   int never_fit = 0;             // pods that fit no node of the empty cluster
-  double seconds = 0;            // wall time
+  // Pods of kWholeNodeGpus or more GPUs (a whole node: the big training jobs), all tenants:
+  // their waits, and how many still wait at the end.
+  WaitStats whole_node_waits;
+  int whole_node_waiting_at_end = 0;
+  double seconds = 0;  // wall time
 };
 
 // What a scheduling pass did, for tests and invariants: called after every pass.

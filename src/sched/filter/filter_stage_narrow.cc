@@ -26,14 +26,17 @@ ModelPressure modelPressureOf(const ClusterState& cluster, const RequestMix& mix
 }
 
 WholeNodePressure wholeNodePressureOf(const ClusterState& cluster, const RequestMix& mix) {
-  if (mix.wholeNodeShare() <= 0) return {};
-  int64_t free_milli = 0, slots = 0;
+  const std::vector<WholeNodeDemand>& demand = mix.wholeNodeDemand();
+  if (demand.empty()) return {};
+  int64_t free_milli = 0;
+  std::vector<int64_t> slots(demand.size(), 0);
   cluster.forEachNode([&](const model::NodeState& node) {
     free_milli += node.freeMilliTotal();
-    slots += WholeNodePressure::slotsOf(node);
+    for (size_t i = 0; i < demand.size(); ++i)
+      slots[i] += WholeNodePressure::slotsOf(node, demand[i].cpu_milli);
     return true;
   });
-  return WholeNodePressure::compute(mix.wholeNodeShare(), free_milli, slots);
+  return WholeNodePressure::compute(demand, free_milli, slots);
 }
 
 bool narrowStage(FilterCycle& cycle, const FilterParts& parts) {

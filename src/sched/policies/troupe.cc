@@ -137,9 +137,9 @@ class TroupePolicy final : public Policy, public PolicyHooks {
   double wholeNodePenalty(const NodeState& node, const GpuRequest& req,
                           const WholeNodePressure& pressure) const override {
     if (req.gpus >= kWholeNodeGpus || pressure.empty()) return 0.0;
-    if (WholeNodePressure::slotsTaken(node, req) == 0) return 0.0;
-    const double c = pressure.value();
-    return kWholeNodeWeight * c / (c + kWholeNodeHalf);
+    // The whole-node room this placement uses up, by the CPU sizes it had room for.
+    const double c = pressure.usedUpBy(node, req);
+    return c > 0 ? kWholeNodeWeight * c / (c + kWholeNodeHalf) : 0.0;
   }
 
   uint32_t shareClass(const NodeState& node, const GpuRequest& req, const ScoreContext& ctx) const override {

@@ -17,6 +17,27 @@ ShapeKey keyOf(const GpuRequest& r) {
   return {r.cpu_milli, r.wantsGpus() ? r.milli_per_gpu : 0, r.gpus, joinList(r.models, "|")};
 }
 
+// The whole-node demand levels from the whole-node requests' milli-GPU by CPU: each distinct
+// CPU's share of the GPU request; beyond kWholeNodeLevels, thinned evenly by rank (the least
+// kept), each dropped CPU's share joining the kept level below it.
+std::vector<WholeNodeDemand> wholeNodeLevels(const std::map<int64_t, int64_t>& by_cpu, int64_t gpu_total) {
+  std::vector<WholeNodeDemand> all;
+  for (const auto& [cpu, milli] : by_cpu) {
+    all.push_back({cpu, static_cast<double>(milli) / static_cast<double>(gpu_total)});
+  }
+  if (all.size() <= RequestMix::kWholeNodeLevels) return all;
+  std::vector<WholeNodeDemand> kept;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (kept.size() < RequestMix::kWholeNodeLevels &&
+        i == kept.size() * all.size() / RequestMix::kWholeNodeLevels) {
+      kept.push_back(all[i]);
+    } else {
+      kept.back().share += all[i].share;
+    }
+  }
+  return kept;
+}
+
 }  // namespace
 
 RequestMix RequestMix::fromRequests(const std::vector<GpuRequest>& requests, double coverage,
@@ -57,11 +78,15 @@ RequestMix RequestMix::fromRequests(const std::vector<GpuRequest>& requests, dou
   // The constrained requests' share of the GPU request, per list of models.
   std::map<std::string, std::pair<int64_t, const GpuRequest*>> by_list;
   int64_t gpu_total = 0, sharing = 0, whole = 0;
+  std::map<int64_t, int64_t> whole_by_cpu;  // milli-GPU of whole-node requests by their CPU
   for (const GpuRequest& r : requests) {
     if (!r.wantsGpus()) continue;
     gpu_total += r.totalMilli();
     if (r.shared()) sharing += r.totalMilli();
-    if (r.gpus >= kWholeNodeGpus) whole += r.totalMilli();
+    if (r.gpus >= kWholeNodeGpus) {
+      whole += r.totalMilli();
+      whole_by_cpu[std::max<int64_t>(0, r.cpu_milli)] += r.totalMilli();
+    }
     if (r.models.empty()) continue;
     auto& slot = by_list[joinList(r.models, "|")];
     slot.first += r.totalMilli();
@@ -70,6 +95,7 @@ RequestMix RequestMix::fromRequests(const std::vector<GpuRequest>& requests, dou
   if (gpu_total > 0) {
     mix.sharing_share_ = static_cast<double>(sharing) / static_cast<double>(gpu_total);
     mix.whole_node_share_ = static_cast<double>(whole) / static_cast<double>(gpu_total);
+    mix.whole_node_demand_ = wholeNodeLevels(whole_by_cpu, gpu_total);
   }
   for (const auto& [key, value] : by_list) {
     mix.constrained_.push_back(

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "troupe/sched/policies/policy_registry.h"
+#include "troupe/sched/score/model_pressure.h"
+#include "troupe/sched/score/whole_node_pressure.h"
 #include "troupe/sim/cluster.h"
 #include "troupe/sim/tenant_report.h"
 #include "troupe/sim/tenants.h"
@@ -257,6 +259,74 @@ TEST_CASE("tenants: the same seed gives the same run; policies that draw follow 
     report.fair = {b};
     CHECK(troupe::sim::renderTenantJson(report).find("\"jain\"") != std::string::npos);
   }
+}
+
+// fgd's placement, plus a whole-node penalty of kPenalty points on node "n0" and a scarcity
+// penalty on "n1" while the simulation passes a pressure: where a pod lands shows which
+// penalties the caller applied.
+class PenalisedFgd final : public troupe::sched::Policy {
+ public:
+  static constexpr double kPenalty = 10;
+  std::string_view name() const override { return "penalised-fgd"; }
+  troupe::sched::NodeScore score(const troupe::model::NodeState& node, const troupe::sched::GpuRequest& req,
+                                 const troupe::sched::ScoreContext& ctx) const override {
+    return fgd_->score(node, req, ctx);
+  }
+  double wholeNodePenalty(const troupe::model::NodeState& node, const troupe::sched::GpuRequest&,
+                          const troupe::sched::WholeNodePressure& pressure) const override {
+    return !pressure.empty() && node.info().name == "n0" ? kPenalty : 0.0;
+  }
+  double scarcityPenalty(const troupe::model::NodeState& node, const troupe::sched::GpuRequest&,
+                         const troupe::sched::ModelPressure& pressure) const override {
+    return !pressure.empty() && node.info().name == "n1" ? kPenalty : 0.0;
+  }
+
+ private:
+  troupe::sched::PolicyPtr fgd_ = troupe::sched::builtinPolicies().create("fgd").value();
+};
+
+TEST_CASE("tenants: ranking takes the policy's whole-node and scarcity penalties off, as the replay does",
+          "[sim][tenants]") {
+  troupe::model::TopologyCatalog catalog;
+  const Cluster cluster = clusterOf({gpuNode("n0", 8), gpuNode("n1", 8), gpuNode("n2", 8)}, catalog);
+  auto run = [&](std::vector<TimedPod> pods) {
+    troupe::sim::TenantSimInput in;
+    in.cluster = &cluster;
+    in.pods = &pods;
+    in.tenants = {{"a", 1, 0}};
+    in.policy = troupe::sched::PolicyPtr(std::make_shared<PenalisedFgd>());
+    return troupe::sim::simulateTenants(in);
+  };
+  // Without an 8-GPU pod or a model-limited one in the workload, neither pressure is on: the
+  // first node in order takes the pod.
+  CHECK(run({pod("small", 0, 0, 10, 1)}).pods[0].node == 0);
+  // An 8-GPU pod in the workload: n0 loses 10 points for the small pod, which goes to n1.
+  CHECK(run({pod("small", 0, 0, 10, 1), pod("big", 0, 5, 10, 8)}).pods[0].node == 1);
+  // ... and a model-limited pod too: n1 loses as much, so n2.
+  TimedPod limited = pod("limited", 0, 5, 10, 1);
+  limited.request.models = {cluster.nodes[0].gpu_product};
+  CHECK(run({pod("small", 0, 0, 10, 1), pod("big", 0, 5, 10, 8), limited}).pods[0].node == 2);
+}
+
+TEST_CASE("tenants: 8-GPU pods' waits are reported apart", "[sim][tenants]") {
+  troupe::model::TopologyCatalog catalog;
+  const Cluster cluster = clusterOf({gpuNode("n0", 8)}, catalog);
+  // The small pod holds a GPU until 10 s: the 8-GPU pod arriving at 1 s waits 9 s, the second
+  // (at 2 s) until the first leaves at 20 s, the third (at 2.5 s) until 30 s. Waits 9, 18 and
+  // 27.5: nearest-rank p50 18, p95 27.5.
+  const std::vector<TimedPod> pods = {pod("small", 0, 0, 10, 1), pod("big-1", 0, 1, 10, 8),
+                                      pod("big-2", 0, 2, 10, 8), pod("big-3", 0, 2.5, 10, 8)};
+  const TenantRun r = simulate(cluster, pods, {{"a", 1, 0}}, Ordering::kFifo);
+  CHECK(r.whole_node_waits.n == 3);
+  CHECK(r.whole_node_waits.p50 == Approx(18));
+  CHECK(r.whole_node_waits.p95 == Approx(27.5));
+  CHECK(r.whole_node_waiting_at_end == 0);
+  troupe::sim::TenantReport report;
+  report.fifo = {r};
+  report.fair = {r};
+  CHECK(troupe::sim::renderTenantTable(report).find("8-GPU pods' wait p95 (s)") != std::string::npos);
+  CHECK(troupe::sim::renderTenantJson(report).find("\"whole_node_wait_seconds\": {\"n\": 3") !=
+        std::string::npos);
 }
 
 // Checks what must hold after every pass: no GPU, CPU or memory over-allocated, and (fair

@@ -31,6 +31,12 @@ struct TypicalRequest {
 // A whole node's GPUs (the common 8-GPU machines): the request size that needs a whole node.
 inline constexpr int kWholeNodeGpus = 8;
 
+// Whole-node requests asking `cpu_milli` milli-CPU: `share` of the GPU request.
+struct WholeNodeDemand {
+  int64_t cpu_milli = 0;
+  double share = 0.0;
+};
+
 // The GPU request of one list of allowed models, as a share of every GPU request in the mix's
 // source (all of them, not only the typical ones): what the model-scarcity term reads.
 struct ConstrainedShare {
@@ -61,6 +67,16 @@ class RequestMix {
   double sharingShare() const { return sharing_share_; }
   // The part of the GPU request (milli-GPU) in requests of kWholeNodeGpus or more: 0..1.
   double wholeNodeShare() const { return whole_node_share_; }
+  // The whole-node requests' demand by the CPU they ask beside their GPUs, ascending in CPU:
+  // each level's share is the part of the GPU request in whole-node requests asking its
+  // milli-CPU (up to the next level's); the shares add up to wholeNodeShare(). A node with less
+  // CPU left than a level has no room for that level's pods, whatever GPUs it has free (8-GPU
+  // pods ask 64-120 cores, and only some nodes have 120). At most kWholeNodeLevels levels;
+  // empty with no whole-node request.
+  const std::vector<WholeNodeDemand>& wholeNodeDemand() const { return whole_node_demand_; }
+  // More distinct CPU requests are thinned to this many levels (the least always kept), so the
+  // slot count per level stays a few passes over the nodes.
+  static constexpr size_t kWholeNodeLevels = 4;
   // The typical requests' milli-CPU per milli-GPU (CPU-only requests included): 0 without GPU.
   double cpuPerGpu() const { return cpu_per_gpu_; }
   // The typical requests' CPU per GPU against the cluster's GPU nodes' (cpuPerGpu() over
@@ -107,6 +123,7 @@ class RequestMix {
   std::vector<ConstrainedShare> constrained_;
   double sharing_share_ = 0.0;
   double whole_node_share_ = 0.0;
+  std::vector<WholeNodeDemand> whole_node_demand_;
   double cpu_per_gpu_ = 0.0;
   double cpu_load_ = 0.0;
   double gpu_pods_cpu_per_gpu_ = 0.0;

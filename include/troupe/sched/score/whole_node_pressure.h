@@ -16,9 +16,20 @@
 // their fully free GPUs. Near 0 while whole nodes abound or no one asks for them; it grows as
 // the whole nodes run out. Like the model pressure it moves with every placement, so it is
 // never memoised with node scores.
+//
+// A slot is room for the pod's CPU too. 8-GPU pods ask 64-120 cores, so a 96-core node whose 8
+// free GPUs have 27 cores left beside them (CPU-only pods took the rest: the sweep's 3x
+// CPU-only point) hosts none, and a 120-core pod fits only the 128-core nodes (at 50% multi-GPU
+// small pods broke the last of those while 57 whole 96-core nodes were left). So the pressure
+// has one level per CPU size the whole-node requests ask (RequestMix::wholeNodeDemand): level
+// s counts those requests' share against slots_s, the slots with s cores left. A placement
+// pays for the levels whose room it uses up on the node (the sum of their pressures), so a
+// node that alone hosts the big-CPU pods costs more to break, and one with no room left for
+// any costs nothing.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "troupe/model/node.h"
 #include "troupe/sched/request/pod_request.h"
@@ -28,21 +39,35 @@ namespace troupe::sched {
 
 class WholeNodePressure {
  public:
-  // `share`: RequestMix::wholeNodeShare(); `free_milli`: the cluster's free milli-GPU;
-  // `slots`: the sum of slotsOf over its nodes.
-  static WholeNodePressure compute(double share, int64_t free_milli, int64_t slots);
+  struct Level {
+    int64_t cpu_milli = 0;  // the CPU the pods of this level ask
+    double value = 0;       // their pressure on the slots with that much CPU
+  };
 
-  double value() const { return value_; }
-  bool empty() const { return value_ <= 0; }
+  // `demand`: RequestMix::wholeNodeDemand(); `free_milli`: the cluster's free milli-GPU;
+  // `slots`: per level of `demand`, the sum of slotsOf(node, its cpu_milli) over the nodes.
+  static WholeNodePressure compute(const std::vector<WholeNodeDemand>& demand, int64_t free_milli,
+                                   const std::vector<int64_t>& slots);
+  // One level: whole-node pods of `cpu_milli` CPU (0: GPUs only) and `share` of the request.
+  static WholeNodePressure compute(double share, int64_t free_milli, int64_t slots, int64_t cpu_milli = 0);
 
-  // How many whole-node pods `node` can take by its fully free GPUs.
-  static int slotsOf(const model::NodeState& node);
-  // How many of them placing `req` on `node` uses up. A share is counted on a partly used GPU
-  // when one has room for it (where troupe puts it), else on a fully free one.
-  static int slotsTaken(const model::NodeState& node, const GpuRequest& req);
+  // The levels' pressures summed: what using up every level's room costs.
+  double value() const;
+  bool empty() const { return value() <= 0; }
+  const std::vector<Level>& levels() const { return levels_; }
+  // The summed pressure of the levels whose room placing `req` on `node` uses up; 0 if none.
+  double usedUpBy(const model::NodeState& node, const GpuRequest& req) const;
+
+  // How many whole-node pods `node` can take by its fully free GPUs and, with `cpu_milli` > 0
+  // (each pod's CPU), its CPU left; 0 counts GPUs only.
+  static int slotsOf(const model::NodeState& node, int64_t cpu_milli = 0);
+  // How many of them placing `req` on `node` uses up: by the GPUs it takes and the CPU (a
+  // CPU-only pod too). A share is counted on a partly used GPU when one has room for it (where
+  // troupe puts it), else on a fully free one.
+  static int slotsTaken(const model::NodeState& node, const GpuRequest& req, int64_t cpu_milli = 0);
 
  private:
-  double value_ = 0;
+  std::vector<Level> levels_;
 };
 
 }  // namespace troupe::sched

@@ -7,6 +7,7 @@
 #include "troupe/model/gpu_selection.h"
 #include "troupe/sched/score/fragmentation.h"
 #include "troupe/sched/score/node_scoring.h"
+#include "troupe/sched/score/whole_node_pressure.h"
 
 namespace {
 
@@ -331,4 +332,30 @@ TEST_CASE("troupe: among equally fragmenting nodes a GPU pod goes where CPU and 
   REQUIRE(bound.cpuBound());
   const troupe::sched::ScoreContext bound_context{&bound, nullptr};
   CHECK(troupe::sched::hooksOf(*policy).shareClass(even, req, bound_context) == 0);
+}
+
+TEST_CASE("troupe: the whole-node penalty counts the CPU an 8-GPU pod needs beside its GPUs",
+          "[policy][troupe][whole-node]") {
+  using troupe::sched::WholeNodePressure;
+  tt::SmallCluster cluster;
+  troupe::model::NodeState& whole = cluster.add("whole", 8, "NVIDIA-L4", "96");
+  troupe::model::NodeState& starved = cluster.add("starved", 8, "NVIDIA-L4", "96");
+  tt::SmallCluster::use(starved, {}, 0, 70000);  // CPU-only pods took 70 of its 96 cores
+  const auto troupe = troupe::sched::builtinPolicies().create("troupe").value();
+  // The 8-GPU pods of the window ask 64 cores at least.
+  const WholeNodePressure pressure = WholeNodePressure::compute(0.1, 160000, 1, 64000);
+  auto cpuOnly = [](int64_t cpu) {
+    troupe::sched::GpuRequest r;
+    r.cpu_milli = cpu;
+    return r;
+  };
+  // A CPU-only pod that leaves the whole node too little CPU for one pays as a GPU pod does;
+  // one that leaves enough does not.
+  CHECK(troupe->wholeNodePenalty(whole, cpuOnly(40000), pressure) > 0.0);
+  CHECK(troupe->wholeNodePenalty(whole, cpuOnly(20000), pressure) == 0.0);
+  // The starved node's free GPUs are no room for an 8-GPU pod: a 1-GPU pod fills them freely.
+  troupe::sched::GpuRequest one = tt::request(1);
+  one.cpu_milli = 4000;
+  CHECK(troupe->wholeNodePenalty(starved, one, pressure) == 0.0);
+  CHECK(troupe->wholeNodePenalty(whole, one, pressure) > 0.0);
 }

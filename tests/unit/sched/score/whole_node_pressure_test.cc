@@ -101,3 +101,83 @@ TEST_CASE("troupe: a penalty for breaking whole nodes, saturating in the pressur
   CHECK(ours->wholeNodePenalty(whole, gpus(1), WholeNodePressure{}) == 0.0);
   CHECK(fgd->wholeNodePenalty(whole, gpus(1), high) == 0.0);
 }
+
+TEST_CASE("request mix: whole-node demand by the CPU its requests ask", "[whole-node]") {
+  GpuRequest big = gpus(8), bigger = gpus(16), other = gpus(8), small = gpus(1);
+  big.cpu_milli = 88000;
+  bigger.cpu_milli = 64000;
+  other.cpu_milli = 64000;
+  small.cpu_milli = 4000;
+  // 8 + 16 + 8 + 1 GPUs: 24 of them at 64 cores, 8 at 88.
+  const RequestMix mix = RequestMix::fromRequests({big, bigger, other, small});
+  REQUIRE(mix.wholeNodeDemand().size() == 2);
+  CHECK(mix.wholeNodeDemand()[0].cpu_milli == 64000);
+  CHECK(mix.wholeNodeDemand()[0].share == Approx(24.0 / 33));
+  CHECK(mix.wholeNodeDemand()[1].cpu_milli == 88000);
+  CHECK(mix.wholeNodeDemand()[1].share == Approx(8.0 / 33));
+  CHECK(RequestMix::fromRequests({small}).wholeNodeDemand().empty());
+  // Six CPU sizes thin to four levels, the least kept and the shares kept whole.
+  std::vector<GpuRequest> many;
+  for (int64_t cores : {10, 20, 30, 40, 50, 60}) {
+    many.push_back(gpus(8));
+    many.back().cpu_milli = cores * 1000;
+  }
+  const std::vector<troupe::sched::WholeNodeDemand> levels = RequestMix::fromRequests(many).wholeNodeDemand();
+  REQUIRE(levels.size() == RequestMix::kWholeNodeLevels);
+  CHECK(levels.front().cpu_milli == 10000);
+  double total = 0;
+  for (const auto& l : levels) total += l.share;
+  CHECK(total == Approx(1.0));
+}
+
+TEST_CASE("whole-node slots: room for the whole-node pod's CPU too", "[whole-node]") {
+  SmallCluster cluster;
+  NodeState& node = cluster.add("n", 8, "NVIDIA-L4", "96");
+  // 8 free GPUs and 96 cores: room for one 64-core 8-GPU pod; GPUs alone count the same.
+  CHECK(WholeNodePressure::slotsOf(node, 64000) == 1);
+  GpuRequest cpu_only = gpus(0);
+  cpu_only.cpu_milli = 40000;
+  // A CPU-only pod that leaves 56 cores uses the slot up; one that leaves 76 does not; counting
+  // GPUs only (0), no CPU-only pod does.
+  CHECK(WholeNodePressure::slotsTaken(node, cpu_only, 64000) == 1);
+  CHECK(WholeNodePressure::slotsTaken(node, cpu_only, 0) == 0);
+  cpu_only.cpu_milli = 20000;
+  CHECK(WholeNodePressure::slotsTaken(node, cpu_only, 64000) == 0);
+  // A 1-GPU pod with 30 cores uses it up by its CPU, as any by its GPU.
+  GpuRequest one = gpus(1);
+  one.cpu_milli = 30000;
+  CHECK(WholeNodePressure::slotsTaken(node, one, 64000) == 1);
+  // Once CPU-only pods hold 70 cores, the free GPUs have no room for a whole-node pod left: no
+  // slot, so nothing for a GPU pod to use up there. By GPUs alone it would still count.
+  SmallCluster::use(node, {}, 0, 70000);
+  CHECK(WholeNodePressure::slotsOf(node, 64000) == 0);
+  CHECK(WholeNodePressure::slotsOf(node, 0) == 1);
+  CHECK(WholeNodePressure::slotsTaken(node, one, 64000) == 0);
+  // Nodes that do not track CPU count GPUs only.
+  NodeState& untracked = cluster.add("u", 8);
+  CHECK(WholeNodePressure::slotsOf(untracked, 64000) == 1);
+  CHECK(WholeNodePressure::slotsTaken(untracked, cpu_only, 64000) == 0);
+}
+
+TEST_CASE("whole-node pressure: a placement pays for each CPU level whose room it uses up", "[whole-node]") {
+  SmallCluster cluster;
+  NodeState& g2 = cluster.add("g2", 8, "NVIDIA-L4", "96");
+  NodeState& g3 = cluster.add("g3", 8, "NVIDIA-L4", "128");
+  // 20% of the request in 64-core whole-node pods (two slots: both nodes), 5% in 120-core ones
+  // (one slot: only g3 has the cores).
+  const WholeNodePressure p = WholeNodePressure::compute({{64000, 0.2}, {120000, 0.05}}, 160000, {2, 1});
+  REQUIRE(p.levels().size() == 2);
+  CHECK(p.levels()[0].value == Approx(0.2 * 160000 / (8000.0 * 2)));
+  CHECK(p.levels()[1].value == Approx(0.05 * 160000 / (8000.0 * 1)));
+  CHECK(p.value() == Approx(p.levels()[0].value + p.levels()[1].value));
+  // A 1-GPU pod uses up the 64-core room on g2, both on g3.
+  CHECK(p.usedUpBy(g2, gpus(1)) == Approx(p.levels()[0].value));
+  CHECK(p.usedUpBy(g3, gpus(1)) == Approx(p.value()));
+  // A CPU-only pod of 20 cores leaves g3 108: the 120-core room only.
+  GpuRequest cpu_only = gpus(0);
+  cpu_only.cpu_milli = 20000;
+  CHECK(p.usedUpBy(g3, cpu_only) == Approx(p.levels()[1].value));
+  CHECK(p.usedUpBy(g2, cpu_only) == 0.0);
+  // A level with no slot left has no pressure.
+  CHECK(WholeNodePressure::compute({{64000, 0.2}, {120000, 0.05}}, 160000, {2, 0}).levels().size() == 1);
+}
