@@ -159,6 +159,18 @@ Result<std::optional<GangSpec>> parseGang(const PodFacts& pod, std::chrono::mill
   const std::string* size = lookup(pod, kGangSize);
   const std::string* total = spec.source == kKueueGroup ? lookup(pod, kKueueTotal) : nullptr;
   const bool native = spec.source == kSchedulingGroup;
+  if (native && !pod_group.composite_parent.empty()) {
+    // Placing each child PodGroup as a gang of its own would split what the user asked to run
+    // together: refused, with the two ways to run it today.
+    return invalidArgument(
+        "pod is in PodGroup " + spec.key + ", a child of CompositePodGroup " + pod_group.composite_parent +
+        " (spec.parentCompositePodGroupName; multi-level gangs, scheduling.k8s.io/v1alpha3): "
+        "Troupe does not place multi-level gangs yet and would split it; remove "
+        "spec.parentCompositePodGroupName to make PodGroup " +
+        *name +
+        " a gang of its own, or give all of the composite's pods annotations "
+        "troupe.dev/gang and troupe.dev/gang-size to make them one gang");
+  }
   if (native && pod_group.basic) return std::optional<GangSpec>();  // a group, but not a gang
   if (native) {
     spec.topology_key = pod_group.topology_key;

@@ -63,6 +63,9 @@ struct PodGroupInfo {
   bool basic = false;               // native, spec.schedulingPolicy.basic: the pods are not a gang
   std::string topology_key;         // native, spec.schedulingConstraints.topology[0].key; "" when none
   std::optional<int32_t> priority;  // native, spec.priority (v1beta1+), when set
+  // native, spec.parentCompositePodGroupName (v1beta1+): a child of a CompositePodGroup (a
+  // multi-level gang, scheduling.k8s.io/v1alpha3), which Troupe refuses rather than split
+  std::string composite_parent;
 };
 
 // Reads the PodGroup object a pod names (an adapter's cache of the Kubernetes API; it may

@@ -64,6 +64,7 @@ sched::PodGroupInfo PodGroupCache::decodeObject(const std::string& what, const J
   info.absent = g.error;
   if (g.error.empty()) info.topology_key = g.topology_key;
   info.priority = g.priority;
+  info.composite_parent = g.parent_composite;
   return info;
 }
 

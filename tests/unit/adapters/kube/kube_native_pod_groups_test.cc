@@ -10,7 +10,9 @@
 #include "adapters/common/logger.h"
 #include "adapters/kube/podgroups/pod_group_status.h"
 #include "adapters/kube/podgroups/pod_groups.h"
+#include "support/fixtures.h"
 #include "support/kube_test_support.h"
+#include "troupe/sched/gang/gang.h"
 
 namespace {
 
@@ -240,4 +242,37 @@ TEST_CASE("kube native PodGroups: the scheduled condition is patched alone and n
   later.enqueue("ml/big", true, "admitted");
   CHECK(later.flush() == 0);
   CHECK(later.queued() == 1);
+}
+
+TEST_CASE("kube native PodGroups: a child of a CompositePodGroup is refused with what to do, not split",
+          "[kube][native-podgroup]") {
+  FakeApi api;
+  NativeServer server("v1beta1");
+  json child = group("workers", {{"gang", {{"minCount", 4}}}}, nullptr, "v1beta1");
+  child["spec"]["parentCompositePodGroupName"] = "train";
+  server.groups["ml/workers"] = child;
+  api.setHook(server.hook());
+  std::ostringstream log;
+  troupe::adapters::Logger logger(log, troupe::adapters::LogLevel::kDebug);
+  PodGroupCache cache(api, logger, PodGroupOptions{}, {}, PodGroupApi::kNative);
+  const troupe::sched::PodGroupInfo info = cache.lookup("ml", "workers");
+  CHECK(info.composite_parent == "train");
+
+  troupe::sched::PodFacts pod = troupe::testing::gpuPod("w-0", 1);
+  pod.ns = "ml";
+  pod.scheduling_group = "workers";
+  auto refused = troupe::sched::parseGang(pod, std::chrono::minutes(5), info);
+  REQUIRE_FALSE(refused.isOk());
+  for (const char* part : {"PodGroup ml/workers", "CompositePodGroup train", "multi-level",
+                           "spec.parentCompositePodGroupName", "troupe.dev/gang-size"}) {
+    CHECK_THAT(refused.status().message(), Catch::Contains(part));
+  }
+  // The way out the message names: one Troupe gang over the composite's pods.
+  pod.annotations[troupe::contract::kGangName] = "train";
+  pod.annotations[troupe::contract::kGangSize] = "8";
+  auto flat = troupe::sched::parseGang(pod, std::chrono::minutes(5), info);
+  REQUIRE(flat.isOk());
+  REQUIRE(flat.value());
+  CHECK(flat.value()->key == "ml/train");
+  CHECK(flat.value()->min_member == 8);
 }
