@@ -14,7 +14,8 @@
 # Set TROUPE_SKIP_SANITIZERS=1, TROUPE_SKIP_FUZZ=1 and/or TROUPE_SKIP_E2E=1 for a fast local loop;
 # TROUPE_FUZZ_SECONDS sets the fuzzing time per target (default 15).
 # TROUPE_E2E_K8S_EXTRA (default "v1.35.4 v1.38.0-beta.0"; "" skips them) runs a compatibility
-# slice of the e2e (smoke, GPU pods, a gang, native PodGroups where served, the GPU invariant)
+# slice of the e2e (smoke, GPU pods, a gang, native PodGroups where served, DRA, NVLink domains,
+# the GPU invariant)
 # on each of these Kubernetes versions (docs/kubernetes-versions.md). Their control planes build
 # at the lowest CPU priority while the default version's e2e runs (mostly waiting on the API),
 # so a cold build costs little of the CI's time.
@@ -138,7 +139,7 @@ if [[ "${TROUPE_SKIP_E2E:-0}" != "1" ]]; then
     grep -h "build-k8s: .* s$\|up to date" "build/build-k8s-$v.log" || true
     GOTOOLCHAIN="$(k8s_toolchain "$v")" K8S_VERSION="$v" K8S_FEATURES=workload TROUPE_MODE=kube TROUPE_E2E_DIR="$PWD/build/e2e-$v" \
       TROUPE_BIN="$PWD/build/troupe" scripts/e2e.sh \
-      -k "test_smoke or test_gpu_pods_bind_to_nodes_that_can_host_them or test_32_member_gang or test_native_podgroups"
+      -k "test_smoke or test_gpu_pods_bind_to_nodes_that_can_host_them or test_32_member_gang or test_native_podgroups or test_dra or test_nvlink_domains"
   done
   step "the image (podman, a debootstrapped base) around the binary just tested, and its checks (scripts/image-build.sh --prebuilt; the full build: docs/image.md)"
   scripts/image-build.sh --prebuilt

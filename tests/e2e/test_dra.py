@@ -176,6 +176,10 @@ def test_claim_only_pod_reaches_troupe_and_is_placed(api, kube, ns, e2e_state, t
 
 
 def test_gpu_pods_fill_dra_nodes_without_overcommit(api, kube, ns, e2e_state, troupe_url, scheduler_name, fleet):
+    minor = int((e2e_state.get("K8S_VERSION") or "v1.37.0").split(".")[1])
+    if minor < 36:
+        pytest.skip("kube-scheduler before 1.36 counts no nvidia.com/gpu on DRA nodes: DRAExtendedResource is "
+                    "alpha and off there (on by default from 1.36); claims are placed (the other DRA tests)")
     namespace = ns
     # What the previous test held is free again (its pods and claims are gone).
     wait_for(lambda: all(node_gpus(troupe_url)[n][1] == 0 for n in fleet["dra"]), desc="the DRA nodes to be free")
