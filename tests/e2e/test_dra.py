@@ -107,8 +107,8 @@ def fleet(e2e_state, troupe_url):
 
 @pytest.fixture
 def ns(e2e_state, namespace):
-    """The test's namespace; afterwards its pods and claims are deleted the way the claim
-    controller would (there is no kube-controller-manager): pods first, then the claims, whose
+    """The test's namespace; afterwards its pods and claims are deleted at once, without waiting
+    for kube-controller-manager's claim controller: pods first, then the claims, whose
     delete-protection finalizer is dropped, so the devices are free for kube-scheduler too."""
     yield namespace
     kubectl(e2e_state, KUBECONFIG, "delete", "pods", "--all", "-n", namespace, "--force", "--grace-period=0",
@@ -225,3 +225,35 @@ def test_mixed_fleet_keeps_both_correct(api, kube, ns, e2e_state, troupe_url, sc
     for n in fleet["dra"]:
         total, allocated = node_gpus(troupe_url)[n]
         assert total == DEVICES and allocated <= DEVICES
+
+
+def test_a_claim_made_from_a_template_is_collected_with_its_pod_and_troupe_frees_the_device(
+        api, kube, ns, e2e_state, troupe_url, scheduler_name, fleet):
+    """kube-controller-manager's resourceclaim controller makes a pod's claim from its
+    ResourceClaimTemplate and deletes it once the pod is gone; Troupe counts the device while the
+    claim holds it and frees it when the claim goes (no finalizer taken off by hand here)."""
+    namespace = ns
+    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                "metadata": {"name": "one-gpu", "namespace": namespace},
+                "spec": {"spec": {"devices": {"requests": [
+                    {"name": "gpu", "exactly": {"deviceClassName": DRIVER, "count": 1}}]}}}}
+    kubectl(e2e_state, KUBECONFIG, "create", "-f", "-", input=json.dumps(template))
+    wait_for(lambda: all(node_gpus(troupe_url)[n][1] == 0 for n in fleet["dra"]), desc="the DRA nodes to be free")
+    p = pod("from-template", fleet, "dra", scheduler=scheduler_name)
+    p["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    p["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    api.create_pod(namespace, p)
+    got = wait_for(lambda: bound(api, namespace, ["from-template"]), timeout=60,
+                   desc="the pod whose claim the controller makes from its template to be bound")
+    node = got["from-template"]["spec"]["nodeName"]
+    claims = claims_in(e2e_state, namespace)
+    assert len(claims) == 1, [c["metadata"]["name"] for c in claims]
+    owners = [o["kind"] for o in claims[0]["metadata"].get("ownerReferences") or []]
+    assert owners == ["Pod"], owners
+    assert allocated_devices(claims) == {node: 1}
+    wait_for(lambda: node_gpus(troupe_url)[node][1] == 1, desc="Troupe to count the claim's device")
+
+    api.delete_pod(namespace, "from-template")
+    wait_for(lambda: not claims_in(e2e_state, namespace), timeout=60,
+             desc="kube-controller-manager to delete the pod's claim")
+    wait_for(lambda: node_gpus(troupe_url)[node][1] == 0, desc="Troupe to free the claim's device")
