@@ -14,11 +14,14 @@
 #include <thread>
 
 #include "support/fixtures.h"
+#include "support/scheduler_fixture.h"
 #include "troupe/sched/gang/gang.h"
 #include "troupe/sched/scheduler/scheduler.h"
 
 using namespace troupe;
 using namespace troupe::sched;
+using troupe::testing::addGpuNodes;
+using troupe::testing::FakeClock;
 using troupe::testing::gpuNode;
 using troupe::testing::gpuPod;
 
@@ -39,24 +42,11 @@ PodGroupInfo gangOf(int min, std::string topology_key = "") {
   return info;
 }
 
-struct FakeClock {
-  Clock::time_point t = Clock::time_point{} + std::chrono::hours(1);
-};
-
 SchedulerConfig config(FakeClock& clock) {
   SchedulerConfig c;
   c.clock = [&clock] { return clock.t; };
   c.gang.timeout = std::chrono::seconds(30);
   return c;
-}
-
-std::vector<std::string> addNodes(Scheduler& s, int n, int gpus = 8) {
-  std::vector<std::string> names;
-  for (int i = 0; i < n; ++i) {
-    names.push_back("n" + std::to_string(i));
-    REQUIRE(s.upsertNode(gpuNode(names.back(), gpus)).isOk());
-  }
-  return names;
 }
 
 int freeGpus(Scheduler& s) {
@@ -231,7 +221,7 @@ TEST_CASE("native PodGroup: admission is noticed once, native, with the nodes", 
     std::lock_guard lock(mu);
     seen.push_back(n);
   });
-  const auto names = addNodes(s, 2);
+  const auto names = addGpuNodes(s, 2);
   std::vector<std::string> planned;
   for (int i = 0; i < 3; ++i)
     planned.push_back(s.filter(nativeMember("pg", i, 4), names, gangOf(3)).passed.at(0));
@@ -280,7 +270,7 @@ TEST_CASE("native PodGroup: members binding concurrently bind all together or no
   for (int round = 0; round < 40; ++round) {
     FakeClock clock;
     Scheduler s(config(clock));
-    const auto names = addNodes(s, 4);
+    const auto names = addGpuNodes(s, 4);
     const int total = freeGpus(s);
     const int members = 2 + static_cast<int>(rng() % 7);  // 2..8 members of 2 or 4 GPUs
     const int gpus = rng() % 2 ? 2 : 4;
@@ -341,7 +331,7 @@ TEST_CASE("native PodGroup: a plan no bind reaches within the timeout is release
     std::lock_guard lock(mu);
     if (n.kind == GangNotice::Kind::kRefused) refused.push_back(n);
   });
-  const auto names = addNodes(s, 2);
+  const auto names = addGpuNodes(s, 2);
   for (int i = 0; i < 3; ++i)
     REQUIRE(s.filter(nativeMember("pg", i, 4), names, gangOf(4)).passed.size() == 1);
   CHECK(s.summary().gangs.held_gpus == 16);
@@ -384,7 +374,7 @@ TEST_CASE("native PodGroup: a plan no bind reaches within the timeout is release
 TEST_CASE("native PodGroup: gangs of other keys keep their plan while filtered", "[gang][native-podgroup]") {
   FakeClock clock;
   Scheduler s(config(clock));
-  const auto names = addNodes(s, 2);
+  const auto names = addGpuNodes(s, 2);
   for (int i = 0; i < 3; ++i) {
     PodFacts p = gpuPod("t-" + std::to_string(i), 4, {{kGangName, "t"}, {kGangSize, "4"}});
     REQUIRE(s.filter(p, names).passed.size() == 1);

@@ -9,33 +9,23 @@
 #include <vector>
 
 #include "support/fixtures.h"
+#include "support/scheduler_fixture.h"
 #include "troupe/sched/scheduler/scheduler.h"
 
 using namespace troupe;
 using namespace troupe::sched;
+using troupe::testing::addGpuNodes;
+using troupe::testing::FakeClock;
 using troupe::testing::gpuNode;
 using troupe::testing::gpuPod;
 
 namespace {
-
-struct FakeClock {
-  Clock::time_point t = Clock::time_point{} + std::chrono::hours(1);
-};
 
 SchedulerConfig config(FakeClock& clock) {
   SchedulerConfig c;
   c.clock = [&clock] { return clock.t; };
   c.gang.timeout = std::chrono::seconds(120);
   return c;
-}
-
-std::vector<std::string> addNodes(Scheduler& s, int n, int gpus = 8) {
-  std::vector<std::string> names;
-  for (int i = 0; i < n; ++i) {
-    names.push_back("n" + std::to_string(i));
-    REQUIRE(s.upsertNode(gpuNode(names.back(), gpus)).isOk());
-  }
-  return names;
 }
 
 PodFacts member(const std::string& group, int i, int gpus) {
@@ -74,7 +64,7 @@ TEST_CASE("elastic gang: a lowered minimum releases the members parked at the ba
           "[gang][elastic][native-podgroup]") {
   FakeClock clock;
   Scheduler s(config(clock));
-  const auto names = addNodes(s, 2);  // 16 GPUs: 4 members of 4 would fit
+  const auto names = addGpuNodes(s, 2);  // 16 GPUs: 4 members of 4 would fit
   std::map<int, std::string> answers;
   for (int i = 0; i < 3; ++i) {
     FilterResult r = s.filter(member("pg", i, 4), names, minOf(4));
@@ -101,7 +91,7 @@ TEST_CASE("elastic gang: a minimum lowered below the members planned releases th
           "[gang][elastic][native-podgroup]") {
   FakeClock clock;
   Scheduler s(config(clock));
-  const auto names = addNodes(s, 2);
+  const auto names = addGpuNodes(s, 2);
   std::vector<std::string> planned;
   for (int i = 0; i < 4; ++i) planned.push_back(s.filter(member("pg", i, 4), names, minOf(4)).passed.at(0));
   s.setGangMinimum("default/pg", 2, /*native=*/true);  // nobody parked yet: the plan stays
@@ -126,7 +116,7 @@ TEST_CASE("elastic gang: a raised minimum holds the members not yet bound",
           "[gang][elastic][native-podgroup]") {
   FakeClock clock;
   Scheduler s(config(clock));
-  const auto names = addNodes(s, 2);
+  const auto names = addGpuNodes(s, 2);
   std::map<int, std::string> answers;
   std::vector<std::string> planned;
   for (int i = 0; i < 3; ++i) planned.push_back(s.filter(member("pg", i, 4), names, minOf(3)).passed.at(0));
@@ -156,7 +146,7 @@ TEST_CASE("elastic gang: bound members are never touched, whatever the minimum d
           "[gang][elastic][native-podgroup]") {
   FakeClock clock;
   Scheduler s(config(clock));
-  const auto names = addNodes(s, 3);  // 24 GPUs
+  const auto names = addGpuNodes(s, 3);  // 24 GPUs
   std::map<int, std::string> answers;
   for (int i = 0; i < 2; ++i) {
     const std::string node = s.filter(member("pg", i, 4), names, minOf(2)).passed.at(0);
@@ -199,7 +189,7 @@ TEST_CASE("elastic gang: bound members are never touched, whatever the minimum d
 TEST_CASE("elastic gang: only a gang that takes its minimum from that PodGroup changes", "[gang][elastic]") {
   FakeClock clock;
   Scheduler s(config(clock));
-  const auto names = addNodes(s, 2);
+  const auto names = addGpuNodes(s, 2);
   // troupe.dev/gang names this gang; its size is its own annotation.
   for (int i = 0; i < 2; ++i)
     s.filter(gpuPod("t-" + std::to_string(i), 4, {{kGangName, "t"}, {kGangSize, "3"}}), names);
@@ -222,7 +212,7 @@ TEST_CASE("elastic gang: the waker offers refused members once a lowered minimum
           "[gang][elastic][wake]") {
   FakeClock clock;
   Scheduler s(config(clock));
-  const auto names = addNodes(s, 3);  // 3 x 8: three members of 8 fit, four never
+  const auto names = addGpuNodes(s, 3);  // 3 x 8: three members of 8 fit, four never
   for (int i = 0; i < 3; ++i) {
     FilterResult r = s.filter(member("pg", i, 8), names, minOf(4));
     CHECK(r.passed.empty());

@@ -6,19 +6,18 @@
 
 #include "adapters/yaml/config.h"
 #include "support/fixtures.h"
+#include "support/scheduler_fixture.h"
 #include "troupe/sched/gang/gang.h"
 #include "troupe/sched/scheduler/scheduler.h"
 
 using namespace troupe;
 using namespace troupe::sched;
+using troupe::testing::addGpuNodes;
+using troupe::testing::FakeClock;
 using troupe::testing::gpuNode;
 using troupe::testing::gpuPod;
 
 namespace {
-
-struct FakeClock {
-  Clock::time_point t = Clock::time_point{} + std::chrono::hours(1);
-};
 
 SchedulerConfig lifecycleConfig(FakeClock& clock) {
   SchedulerConfig c;
@@ -34,15 +33,6 @@ PodFacts member(const std::string& gang, const std::string& name, int gpus, int 
   StringMap a{{kGangName, gang}, {kGangSize, std::to_string(size)}};
   if (!timeout.empty()) a[kGangTimeout] = timeout;
   return gpuPod(name, gpus, a);
-}
-
-std::vector<std::string> addNodes(Scheduler& s, int n) {
-  std::vector<std::string> names;
-  for (int i = 0; i < n; ++i) {
-    names.push_back("n" + std::to_string(i));
-    REQUIRE(s.upsertNode(gpuNode(names.back(), 8)).isOk());
-  }
-  return names;
 }
 
 // Filters and binds every pod; returns how many binds succeeded.
@@ -86,7 +76,7 @@ TEST_CASE("gang lifecycle: two competing gangs re-submitted under the same names
   // The issue's reproduction at unit scale: 5 nodes x 8 GPUs, gangs of 12 x 2 GPUs (60% each).
   FakeClock clock;
   Scheduler s(lifecycleConfig(clock));
-  const auto names = addNodes(s, 5);
+  const auto names = addGpuNodes(s, 5);
   uint64_t last_incarnation = 0;
   for (int round = 0; round < 3; ++round) {
     const std::string r = "r" + std::to_string(round) + "-";
@@ -113,7 +103,7 @@ TEST_CASE("gang lifecycle: deleting members parked at the barrier fails their bi
           "[gang][lifecycle]") {
   FakeClock clock;
   Scheduler s(lifecycleConfig(clock));
-  const auto names = addNodes(s, 4);
+  const auto names = addGpuNodes(s, 4);
   const auto g = gang("g", "g", 4, 8);
   std::vector<std::string> slot;
   for (int i = 0; i < 3; ++i) slot.push_back(s.filter(g[static_cast<size_t>(i)], names).passed.at(0));
@@ -141,7 +131,7 @@ TEST_CASE("gang lifecycle: kube-scheduler's late filter and bind of a deleted po
           "[gang][lifecycle]") {
   FakeClock clock;
   Scheduler s(lifecycleConfig(clock));
-  const auto names = addNodes(s, 2);
+  const auto names = addGpuNodes(s, 2);
   const PodFacts p = member("g", "g0", 8, 2);
   const std::string node = s.filter(p, names).passed.at(0);
   s.forgetPod(p.uid);
@@ -162,7 +152,7 @@ TEST_CASE("gang lifecycle: half of a bound gang deleted; its replacements are pl
           "[gang][lifecycle]") {
   FakeClock clock;
   Scheduler s(lifecycleConfig(clock));
-  const auto names = addNodes(s, 4);
+  const auto names = addGpuNodes(s, 4);
   const auto g = gang("g", "g", 4, 8);
   REQUIRE(filterAndBind(s, g, names) == 4);
   s.release(g[0].uid);
@@ -192,7 +182,7 @@ TEST_CASE("gang lifecycle: a bound member lost while the rest is planned re-plan
           "[gang][lifecycle]") {
   FakeClock clock;
   Scheduler s(lifecycleConfig(clock));
-  const auto names = addNodes(s, 3);
+  const auto names = addGpuNodes(s, 3);
   const auto g = gang("g", "g", 2, 8);
   REQUIRE(filterAndBind(s, g, names) == 2);
   deleteAll(s, {g[0]});
@@ -209,7 +199,7 @@ TEST_CASE("gang lifecycle: a bound member lost while the rest is planned re-plan
 TEST_CASE("gang lifecycle: a pod's gang-timeout is capped at the configured maximum", "[gang][lifecycle]") {
   FakeClock clock;
   Scheduler s(lifecycleConfig(clock));
-  const auto names = addNodes(s, 8);
+  const auto names = addGpuNodes(s, 8);
   // One filter of a made-up 7-member gang asking to be held for ten years.
   REQUIRE(s.filter(member("hog", "hog0", 8, 7, "87600h"), names).passed.size() == 1);
   CHECK(s.summary().gangs.held_gpus == 56);
@@ -223,7 +213,7 @@ TEST_CASE("gang lifecycle: the number of gangs is bounded", "[gang][lifecycle]")
   SchedulerConfig c = lifecycleConfig(clock);
   c.gang.max_gangs = 3;
   Scheduler s(c);
-  const auto names = addNodes(s, 1);
+  const auto names = addGpuNodes(s, 1);
   for (int i = 0; i < 3; ++i) s.filter(member("g" + std::to_string(i), "p" + std::to_string(i), 8, 9), names);
   FilterResult r = s.filter(member("g3", "p3", 8, 2), names);
   CHECK(r.passed.empty());
@@ -236,7 +226,7 @@ TEST_CASE("gang lifecycle: drains end with the gang, and nodes kept free are not
           "[gang][lifecycle]") {
   FakeClock clock;
   Scheduler s(lifecycleConfig(clock));
-  const auto names = addNodes(s, 4);
+  const auto names = addGpuNodes(s, 4);
   // Busy nodes: 4 GPUs taken on each.
   for (int i = 0; i < 4; ++i) {
     const PodFacts p = gpuPod("busy" + std::to_string(i), 4);
@@ -273,7 +263,7 @@ TEST_CASE("gang lifecycle: a member the API shows bound by someone else releases
   // bound: the stale plan and the parked binds go.
   FakeClock clock;
   Scheduler s(lifecycleConfig(clock));
-  const auto names = addNodes(s, 2);
+  const auto names = addGpuNodes(s, 2);
   const auto g = gang("g", "g", 2, 8);
   const std::string node = s.filter(g[0], names).passed.at(0);
   int failed = 0;
@@ -318,7 +308,7 @@ TEST_CASE(
   // planned node, so whatever kube-scheduler would have scored, it binds there.
   FakeClock clock;
   Scheduler s(lifecycleConfig(clock));
-  const std::vector<std::string> names = addNodes(s, 4);
+  const std::vector<std::string> names = addGpuNodes(s, 4);
   const std::vector<PodFacts> pods = gang("g", "m", 4, 4);
   std::map<std::string, int> per_node;
   for (const PodFacts& p : pods) {

@@ -10,20 +10,18 @@
 
 #include "adapters/http/extender_scores.h"
 #include "support/fixtures.h"
+#include "support/scheduler_fixture.h"
 #include "troupe/sched/scheduler/scheduler.h"
 
 using namespace troupe;
 using namespace troupe::sched;
 using troupe::http::HostScore;
+using troupe::testing::addGpuNodes;
+using troupe::testing::FakeClock;
 using troupe::testing::gpuNode;
 using troupe::testing::gpuPod;
 
 namespace {
-
-struct FakeClock {
-  Clock::time_point t = Clock::time_point{} + std::chrono::hours(1);
-  void advance(std::chrono::milliseconds d) { t += d; }
-};
 
 SchedulerConfig gangConfig(FakeClock& clock) {
   SchedulerConfig c;
@@ -44,10 +42,6 @@ std::vector<std::string> nodeNames(int n) {
   std::vector<std::string> out;
   for (int i = 0; i < n; ++i) out.push_back("n" + std::to_string(i));
   return out;
-}
-
-void addNodes(Scheduler& s, int n) {
-  for (const std::string& name : nodeNames(n)) REQUIRE(s.upsertNode(gpuNode(name, 8)).isOk());
 }
 
 struct BindProbe {
@@ -146,7 +140,7 @@ TEST_CASE("gang: membership keys, precedence and errors", "[gang]") {
 TEST_CASE("gang: planned whole on the fewest nodes, GPUs held, members steered", "[gang]") {
   FakeClock clock;
   Scheduler s(gangConfig(clock));
-  addNodes(s, 4);
+  addGpuNodes(s, 4);
   const auto names = nodeNames(4);
   // 4 members x 4 GPUs fit on two 8-GPU nodes.
   FilterResult first = s.filter(member("g", 0, 4, 4), names);
@@ -175,7 +169,7 @@ TEST_CASE("gang: planned whole on the fewest nodes, GPUs held, members steered",
 TEST_CASE("gang: the bind barrier releases all members together", "[gang]") {
   FakeClock clock;
   Scheduler s(gangConfig(clock));
-  addNodes(s, 2);
+  addGpuNodes(s, 2);
   const auto names = nodeNames(2);
   std::vector<std::string> planned(3);
   for (int i = 0; i < 3; ++i) planned[i] = s.filter(member("g", i, 4, 3), names).passed.at(0);
@@ -212,7 +206,7 @@ TEST_CASE("gang: the bind barrier releases all members together", "[gang]") {
 TEST_CASE("gang: all-or-nothing admission with the missing GPUs named", "[gang]") {
   FakeClock clock;
   Scheduler s(gangConfig(clock));
-  addNodes(s, 2);
+  addGpuNodes(s, 2);
   const auto names = nodeNames(2);
   FilterResult busy = s.filter(member("big", 0, 8, 3), names);  // 24 GPUs on 16
   CHECK(busy.passed.empty());
@@ -234,7 +228,7 @@ TEST_CASE("gang: all-or-nothing admission with the missing GPUs named", "[gang]"
 TEST_CASE("gang: two gangs wanting 60% each never split the cluster", "[gang]") {
   FakeClock clock;
   Scheduler s(gangConfig(clock));
-  addNodes(s, 5);  // 40 GPUs; each gang wants 3 x 8 = 24
+  addGpuNodes(s, 5);  // 40 GPUs; each gang wants 3 x 8 = 24
   const auto names = nodeNames(5);
   REQUIRE(s.filter(member("a", 0, 8, 3), names).passed.size() == 1);
   FilterResult b = s.filter(member("b", 0, 8, 3), names);
@@ -263,7 +257,7 @@ TEST_CASE("gang: two gangs wanting 60% each never split the cluster", "[gang]") 
 TEST_CASE("gang: a barrier timeout fails every waiting member and frees the GPUs", "[gang]") {
   FakeClock clock;
   Scheduler s(gangConfig(clock));
-  addNodes(s, 2);
+  addGpuNodes(s, 2);
   const auto names = nodeNames(2);
   std::vector<std::string> planned;
   for (int i = 0; i < 4; ++i) planned.push_back(s.filter(member("g", i, 2, 4), names).passed.at(0));
@@ -293,7 +287,7 @@ TEST_CASE("gang: a barrier timeout fails every waiting member and frees the GPUs
 TEST_CASE("gang: waiting gangs take turns by priority, then arrival", "[gang]") {
   FakeClock clock;
   Scheduler s(gangConfig(clock));
-  addNodes(s, 2);
+  addGpuNodes(s, 2);
   const auto names = nodeNames(2);
   REQUIRE(s.filter(gpuPod("solo", 8), names).passed.size() == 2);
   REQUIRE(s.reserve("uid-solo", "default", "solo", "n0").isOk());
@@ -311,7 +305,7 @@ TEST_CASE("gang: waiting gangs take turns by priority, then arrival", "[gang]") 
 TEST_CASE("gang: a starving gang keeps its nodes free of new small pods", "[gang]") {
   FakeClock clock;
   Scheduler s(gangConfig(clock));
-  addNodes(s, 2);
+  addGpuNodes(s, 2);
   const auto names = nodeNames(2);
   // One GPU busy on each node: a 2 x 8 gang cannot start, small pods could keep it out forever.
   for (int i = 0; i < 2; ++i) {
@@ -336,7 +330,7 @@ TEST_CASE("gang: a starving gang keeps its nodes free of new small pods", "[gang
 TEST_CASE("gang: changes while waiting never leave a stuck reservation", "[gang]") {
   FakeClock clock;
   Scheduler s(gangConfig(clock));
-  addNodes(s, 3);
+  addGpuNodes(s, 3);
   const auto names = nodeNames(3);
   std::string node = s.filter(member("g", 0, 8, 2), names).passed.at(0);
   CHECK(freeGpus(s) == 8);
@@ -366,7 +360,7 @@ TEST_CASE("gang: changes while waiting never leave a stuck reservation", "[gang]
 TEST_CASE("gang: concurrent binds of many members", "[gang][concurrency]") {
   FakeClock clock;
   Scheduler s(gangConfig(clock));
-  addNodes(s, 8);
+  addGpuNodes(s, 8);
   const auto names = nodeNames(8);
   const int members = 16;  // 16 x 4 GPUs = the whole cluster
   std::vector<std::string> planned;
@@ -399,7 +393,7 @@ TEST_CASE("gang: members get notices when planned, waiting at the barrier and ti
     std::lock_guard lock(seen_mu);
     seen.push_back(n);
   });
-  addNodes(s, 2);
+  addGpuNodes(s, 2);
   const auto names = nodeNames(2);
   std::vector<std::string> planned;
   for (int i = 0; i < 3; ++i) planned.push_back(s.filter(member("g", i, 4, 3), names).passed.at(0));
@@ -444,7 +438,7 @@ TEST_CASE("gang: members get notices when planned, waiting at the barrier and ti
 TEST_CASE("gang: members bound before a restart count; only the rest are planned and held", "[gang]") {
   FakeClock clock;
   Scheduler s(gangConfig(clock));
-  addNodes(s, 4);
+  addGpuNodes(s, 4);
   const auto names = nodeNames(4);
   // What the API shows a fresh Troupe: two of four members bound (recorded by the cluster sync).
   for (int i = 0; i < 2; ++i) {
@@ -472,7 +466,7 @@ TEST_CASE("gang: members bound before a restart count; only the rest are planned
 TEST_CASE("gang: a PodGroup label takes the minimum from the lookup hook", "[gang]") {
   FakeClock clock;
   Scheduler s(gangConfig(clock));
-  addNodes(s, 2);
+  addGpuNodes(s, 2);
   const auto names = nodeNames(2);
   int lookups = 0;
   // The adapter reads the PodGroup before filter (ExtenderHandler::setPodGroups).
@@ -501,7 +495,7 @@ TEST_CASE("gang: a gang ahead blocks only gangs that share its nodes, and leaves
           "[gang]") {
   FakeClock clock;
   Scheduler s(gangConfig(clock));
-  addNodes(s, 4);
+  addGpuNodes(s, 4);
   const std::vector<std::string> left = {"n0", "n1"}, right = {"n2", "n3"};
   REQUIRE(s.filter(gpuPod("solo", 8), left).passed.size() == 2);
   REQUIRE(s.reserve("uid-solo", "default", "solo", "n0").isOk());

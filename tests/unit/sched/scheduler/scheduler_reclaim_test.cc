@@ -5,19 +5,16 @@
 #include <set>
 
 #include "support/fixtures.h"
+#include "support/scheduler_fixture.h"
 #include "troupe/sched/scheduler/scheduler.h"
 
 using namespace troupe;
 using namespace troupe::sched;
+using troupe::testing::FakeClock;
 using troupe::testing::gpuNode;
 using troupe::testing::gpuPod;
 
 namespace {
-
-struct FakeClock {
-  Clock::time_point t = Clock::time_point{} + std::chrono::hours(1);
-  void advance(std::chrono::milliseconds d) { t += d; }
-};
 
 QueueSpec queue(const std::string& name, int64_t guaranteed_milli = 0) {
   QueueSpec q;
