@@ -683,16 +683,9 @@ void GangBook::park(Gang& g, const std::string& uid, const std::string& key, con
   }
   if (g.waiting.empty()) g.barrier_deadline = now() + g.spec.timeout;
   g.waiting.push_back(Waiter{uid, key, node, std::move(done)});
-  // One pass over each (a set of the waiting uids): a 1,024-member gang otherwise compared
-  // every slot with every waiter on every member's bind, a million string compares a call
-  // under the lock that filter needs too.
-  std::unordered_set<std::string_view> here;
-  here.reserve(g.waiting.size());
-  for (const Waiter& w : g.waiting) here.insert(w.uid);
-  int missing = 0;
-  for (const GangSlot& s : g.slots) missing += here.count(s.member_uid) == 0 ? 1 : 0;
+  const int arrived = parkedSlots(g);
+  const int missing = static_cast<int>(g.slots.size()) - arrived;
   // Every slot's member, or (a minimum lowered since the plan) as many as the gang still needs.
-  const int arrived = static_cast<int>(g.slots.size()) - missing;
   if (missing == 0 || arrived >= g.spec.min_member - g.bound) {
     releaseBarrier(g, out);
     return;
@@ -704,13 +697,20 @@ void GangBook::park(Gang& g, const std::string& uid, const std::string& key, con
           std::to_string(wholeSeconds(g.barrier_deadline - now())) + "s from now (troupe.dev/gang-timeout)");
 }
 
-bool GangBook::barrierReady(const Gang& g) const {
-  // Slots whose member is parked (bind parks a member only on its slot's node); a set, so a
-  // large gang costs one pass over each, as in park.
+int GangBook::parkedSlots(const Gang& g) const {
+  // One pass over each (a set of the waiting uids): a 1,024-member gang otherwise compared
+  // every slot with every waiter on every member's bind, a million string compares a call
+  // under the lock that filter needs too.
   std::unordered_set<std::string_view> here;
+  here.reserve(g.waiting.size());
   for (const Waiter& w : g.waiting) here.insert(w.uid);
   int parked = 0;
   for (const GangSlot& s : g.slots) parked += here.count(s.member_uid) > 0 ? 1 : 0;
+  return parked;
+}
+
+bool GangBook::barrierReady(const Gang& g) const {
+  const int parked = parkedSlots(g);
   return parked > 0 && parked >= g.spec.min_member - g.bound;
 }
 

@@ -242,6 +242,8 @@ class GangBook {
   // The bind barrier.
   void park(Gang& g, const std::string& uid, const std::string& key, const std::string& node,
             BindCallback& done, std::vector<Completion>* out);
+  // Slots whose member is parked at the barrier (bind parks a member only on its slot's node).
+  int parkedSlots(const Gang& g) const;
   // Enough members are parked on their slots for the gang's minimum (less its bound members).
   bool barrierReady(const Gang& g) const;
   // Every member is here: each hold becomes its member's own allocation, together.
