@@ -222,20 +222,17 @@ Pressures Simulation::pressures() const {
   const bool models = !mix_.constrained().empty(), whole = !demand.empty();
   if (!models && !whole) return out;
   std::vector<std::pair<std::string, int64_t>> free_by_product;
-  int64_t free_milli = 0;
-  std::vector<int64_t> slots(demand.size(), 0);
+  sched::WholeNodeTally tally(demand);
   for (const model::NodeState& n : nodes_) {
     const std::string& product = n.info().gpu_product;
     auto it = std::find_if(free_by_product.begin(), free_by_product.end(),
                            [&](const auto& p) { return p.first == product; });
     if (it == free_by_product.end()) it = free_by_product.insert(free_by_product.end(), {product, 0});
     it->second += n.freeMilliTotal();
-    free_milli += n.freeMilliTotal();
-    for (size_t i = 0; i < demand.size(); ++i)
-      slots[i] += sched::WholeNodePressure::slotsOf(n, demand[i].cpu_milli);
+    tally.add(n);
   }
   if (models) out.model = sched::ModelPressure::compute(mix_, free_by_product);
-  if (whole) out.whole = sched::WholeNodePressure::compute(demand, free_milli, slots);
+  if (whole) out.whole = tally.pressure();
   return out;
 }
 

@@ -28,15 +28,12 @@ ModelPressure modelPressureOf(const ClusterState& cluster, const RequestMix& mix
 WholeNodePressure wholeNodePressureOf(const ClusterState& cluster, const RequestMix& mix) {
   const std::vector<WholeNodeDemand>& demand = mix.wholeNodeDemand();
   if (demand.empty()) return {};
-  int64_t free_milli = 0;
-  std::vector<int64_t> slots(demand.size(), 0);
+  WholeNodeTally tally(demand);
   cluster.forEachNode([&](const model::NodeState& node) {
-    free_milli += node.freeMilliTotal();
-    for (size_t i = 0; i < demand.size(); ++i)
-      slots[i] += WholeNodePressure::slotsOf(node, demand[i].cpu_milli);
+    tally.add(node);
     return true;
   });
-  return WholeNodePressure::compute(demand, free_milli, slots);
+  return tally.pressure();
 }
 
 bool narrowStage(FilterCycle& cycle, const FilterParts& parts) {

@@ -70,4 +70,23 @@ class WholeNodePressure {
   std::vector<Level> levels_;
 };
 
+// The cluster's free milli-GPU and its slots at each level of `demand`, added node by node (the
+// live filter's and the queueing simulation's pass over their nodes); then the pressure.
+class WholeNodeTally {
+ public:
+  explicit WholeNodeTally(const std::vector<WholeNodeDemand>& demand)
+      : demand_(demand), slots_(demand.size(), 0) {}
+  void add(const model::NodeState& node) {
+    free_milli_ += node.freeMilliTotal();
+    for (size_t i = 0; i < demand_.size(); ++i)
+      slots_[i] += WholeNodePressure::slotsOf(node, demand_[i].cpu_milli);
+  }
+  WholeNodePressure pressure() const { return WholeNodePressure::compute(demand_, free_milli_, slots_); }
+
+ private:
+  const std::vector<WholeNodeDemand>& demand_;  // outlives the tally (the mix's)
+  int64_t free_milli_ = 0;
+  std::vector<int64_t> slots_;
+};
+
 }  // namespace troupe::sched
