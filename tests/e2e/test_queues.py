@@ -152,6 +152,25 @@ def failed_scheduling(api, namespace, name):
             if e.get("reason") == "FailedScheduling" and e["involvedObject"]["name"] == name]
 
 
+def bound_names(api, namespace, names):
+    """Those of `names` whose pods are bound, sorted."""
+    return sorted(p["metadata"]["name"] for p in api.list_pods(namespace)
+                  if p["spec"].get("nodeName") and p["metadata"]["name"] in names)
+
+
+def wait_bound_within_wake(kube, api, namespace, bound, want, after, waiting):
+    """Waits up to WAKE_S for `want` pods in bound(); returns the seconds it took. On timeout the
+    error says `after` what, what is bound, and each waiting pod's last FailedScheduling."""
+    t0 = time.monotonic()
+    try:
+        kube.wait_for(lambda: len(bound()) == want, timeout=WAKE_S, interval=0.25,
+                      desc=f"{want} pods bound within {WAKE_S:.0f} s {after}")
+    except TimeoutError:
+        raise AssertionError(f"{WAKE_S:.0f} s {after}, bound: {bound()}; waiting pods' events: "
+                             f"{ {n: failed_scheduling(api, namespace, n)[-1:] for n in waiting} }") from None
+    return time.monotonic() - t0
+
+
 # ---- a. fair share ----------------------------------------------------------------------------
 def test_three_queues_weighted_1_1_2_flooding_the_fleet_get_their_fair_shares(api, kube, namespace, scheduler_name,
                                                                               queues, names):
@@ -272,8 +291,7 @@ def test_a_raised_queue_limit_binds_the_waiting_pods_within_30_s(api, kube, name
     most = [0]  # the most pods seen bound at once before the limit is raised
 
     def bound():
-        b = sorted(p["metadata"]["name"] for p in api.list_pods(namespace)
-                   if p["spec"].get("nodeName") and p["metadata"]["name"] in names_)
+        b = bound_names(api, namespace, names_)
         most[0] = max(most[0], len(b))
         return b
 
@@ -301,14 +319,7 @@ def test_a_raised_queue_limit_binds_the_waiting_pods_within_30_s(api, kube, name
     assert len(bound()) == 4 and most[0] == 4, bound()
 
     kube.apply([queue(raised, limit=8)])  # a plain update of spec.limit
-    t0 = time.monotonic()
-    try:
-        kube.wait_for(lambda: len(bound()) == 8, timeout=WAKE_S, interval=0.25,
-                      desc=f"all 8 pods bound within {WAKE_S:.0f} s of the raised limit")
-    except TimeoutError:
-        raise AssertionError(f"{WAKE_S:.0f} s after the limit was raised to 8, bound: {bound()}; waiting pods' "
-                             f"events: { {n: failed_scheduling(api, namespace, n)[-1:] for n in waiting} }") from None
-    elapsed = time.monotonic() - t0
+    elapsed = wait_bound_within_wake(kube, api, namespace, bound, 8, "after the limit was raised to 8", waiting)
     print(f"\nlimit 4 -> 8: the {len(waiting)} waiting pods bound {elapsed:.1f} s after the update")
     # Woken by Troupe (the annotation it writes), not by some other event.
     woken = {n for n in names_ if WAKE_ANNOTATION in (api.get_pod(namespace, n)["metadata"].get("annotations") or {})}
@@ -568,19 +579,8 @@ def test_a_released_reclaim_hold_lets_the_pods_it_kept_out_bind_within_30_s(
     kube.wait_for(lambda: not any(p["metadata"]["name"] in prod_names for p in api.list_pods(namespace)),
                   timeout=30, interval=0.25, desc="prod's pods gone")
     confirm_deletions(api, namespace)
-    t0 = time.monotonic()
-
-    def bound():
-        return sorted(p["metadata"]["name"] for p in api.list_pods(namespace)
-                      if p["spec"].get("nodeName") and p["metadata"]["name"] in late)
-
-    try:
-        kube.wait_for(lambda: len(bound()) == 8, timeout=WAKE_S, interval=0.25,
-                      desc=f"the 8 late pods bound within {WAKE_S:.0f} s of the hold's end")
-    except TimeoutError:
-        raise AssertionError(f"{WAKE_S:.0f} s after the reclaim's pods and victims were gone, bound: {bound()}; "
-                             f"events: { {n: failed_scheduling(api, namespace, n)[-1:] for n in late} }") from None
-    elapsed = time.monotonic() - t0
+    elapsed = wait_bound_within_wake(kube, api, namespace, lambda: bound_names(api, namespace, late), 8,
+                                     "after the reclaim's pods and victims were gone", late)
     held_back = [n for n in late if any("reclaim" in m for m in failed_scheduling(api, namespace, n))]
     woken = [n for n in late if WAKE_ANNOTATION in (api.get_pod(namespace, n)["metadata"].get("annotations") or {})]
     print(f"\nreclaim hold released: the 8 late pods bound {elapsed:.1f} s after the last deletion; "
