@@ -11,7 +11,8 @@
 //                              so that neither is left without the other
 //   cpuBoundTie    a GPU pod while the mix is CPU-bound (RequestMix::cpuBound): the exact
 //                  fragmentation change, since then the CPU a placement strands, too small for a
-//                  whole point, decides what fits later
+//                  whole point, decides what fits later; not while the mix also asks for whole
+//                  nodes (then gpuPodTie)
 //   cpuOnlyTie     a CPU-only pod: nodes whose GPUs are all taken first (its CPU strands no GPU
 //                  there), then smaller nodes
 //   cpuTightTie    a CPU-only pod while CPU is tight (RequestMix::cpuTight: CPU runs out about
@@ -92,13 +93,19 @@ static_assert(kTightInUseShare == 0.9);  // the measured 0.9, to the last bit
 // --- Whole nodes for 8-GPU pods ---
 // What using up room an 8-GPU pod needs (a whole node's fully free GPUs) costs a smaller request,
 // in points, at pressure c on whole nodes (whole_node_pressure.h): kWholeNodeWeight * c / (c +
-// kWholeNodeHalf). Saturating, so a mix with few 8-GPU pods (c small) barely moves, and below a
-// whole point, so it reorders nodes whose fragmentation is (near) equal and never overrides a
-// clear difference. Without it the small pods' ties (balance's opening cost, smaller nodes
-// first) break whole nodes that FGD's fixed node order leaves alone.
+// kWholeNodeHalf). Saturating, so a mix with few 8-GPU pods (c small) barely moves, and up to
+// c = 1 below a whole point, so it reorders nodes whose fragmentation is (near) equal and does
+// not override a clear difference. Without it the small pods' ties (balance's opening cost,
+// smaller nodes first) break whole nodes that FGD's fixed node order leaves alone.
 constexpr double kWholeNodeWeight = 0.8;
 constexpr double kWholeNodeHalf = 0.2;
 static_assert(kWholeNodeWeight < 1.0);
+// Past c = 1 the whole-node pods expected until the cluster is full outnumber the slots left, so
+// each slot a smaller pod uses up is one of them turned away: the penalty then grows past a point,
+// by up to kWholeNodeShortWeight more as c grows ((c - 1) / c), and overrides a fragmentation
+// point. That happens near the end of a fill, where small pods broke the last whole nodes to
+// save a point (5% model-limited: 3.3 8-GPU pods turned away a run -> 2.8, FGD 3.0).
+constexpr double kWholeNodeShortWeight = 2.0;
 
 // Two tiers in 0..1: every node with `first` above every node without; `within` (0..1) orders
 // the nodes of a tier.
@@ -139,7 +146,9 @@ class TroupePolicy final : public Policy, public PolicyHooks {
     if (req.gpus >= kWholeNodeGpus || pressure.empty()) return 0.0;
     // The whole-node room this placement uses up, by the CPU sizes it had room for.
     const double c = pressure.usedUpBy(node, req);
-    return c > 0 ? kWholeNodeWeight * c / (c + kWholeNodeHalf) : 0.0;
+    if (c <= 0) return 0.0;
+    const double within_a_point = kWholeNodeWeight * c / (c + kWholeNodeHalf);
+    return c <= 1.0 ? within_a_point : within_a_point + kWholeNodeShortWeight * (c - 1.0) / c;
   }
 
   uint32_t shareClass(const NodeState& node, const GpuRequest& req, const ScoreContext& ctx) const override {
@@ -172,7 +181,12 @@ class TroupePolicy final : public Policy, public PolicyHooks {
     if (!req.wantsGpus()) {
       return ctx.mix != nullptr && ctx.mix->cpuTight() ? cpuTightTie(node, req, ctx) : cpuOnlyTie(node);
     }
-    if (ctx.mix != nullptr && ctx.mix->cpuBound()) return cpuBoundTie(frag_delta);
+    // While a CPU-bound mix also asks for whole nodes, the usual blend (without balance, which is
+    // off there) breaks the ties instead: with the exact change the last whole nodes went sooner
+    // (3x CPU-only pods, run 1: none left at 75% arrived; 17 with the blend, FGD 13).
+    if (ctx.mix != nullptr && ctx.mix->cpuBound() && ctx.mix->wholeNodeDemand().empty()) {
+      return cpuBoundTie(frag_delta);
+    }
     return gpuPodTie(node, req, placement, ctx);
   }
 

@@ -254,21 +254,46 @@ TEST_CASE("troupe: while the mix is CPU-bound, the exact fragmentation change br
   const auto policy = tt::builtin("troupe");
   const auto req = tt::request(1, 1000, 10000);
   const auto placement = policy->score(node, req, {}).placement;
-  for (double cluster : {28.0, 28.5}) {
-    const RequestMix mix = cpuHeavyMix(cluster);
+  // The tie value under `mix` (the value less its fragmentation points) and the fragmentation
+  // change; and the exact change's tie for that change.
+  struct Tie {
+    double value, delta;
+  };
+  auto tieUnder = [&](const RequestMix& mix) {
     const troupe::sched::ScoreContext context{&mix, nullptr};
     const troupe::sched::FragEval frag =
         troupe::sched::evalFragmentation(node, req, context, troupe::model::indicesToMask(placement.gpus));
-    const double tie = policy->score(node, req, context).value - frag.points;
-    INFO("cluster CPU per GPU " << cluster << ", fragmentation change " << frag.delta);
-    REQUIRE(frag.delta != 0.0);
-    const double exact = 0.99 * (0.5 - 0.5 * frag.delta / (std::abs(frag.delta) + 1000.0));
+    return Tie{policy->score(node, req, context).value - frag.points, frag.delta};
+  };
+  auto exactTie = [](double delta) { return 0.99 * (0.5 - 0.5 * delta / (std::abs(delta) + 1000.0)); };
+  for (double cluster : {28.0, 28.5}) {
+    const RequestMix mix = cpuHeavyMix(cluster);
+    const Tie tie = tieUnder(mix);
+    INFO("cluster CPU per GPU " << cluster << ", fragmentation change " << tie.delta);
+    REQUIRE(tie.delta != 0.0);
     if (mix.cpuBound()) {
-      CHECK(tie == Approx(exact));
+      CHECK(tie.value == Approx(exactTie(tie.delta)));
     } else {
-      CHECK(tie != Approx(exact));
+      CHECK(tie.value != Approx(exactTie(tie.delta)));
     }
   }
+  // While the CPU-bound mix also asks for whole nodes (an 8-GPU pod among its requests), the
+  // exact change gives way to the usual blend: the same tie as where the mix is not CPU-bound.
+  auto withWholeNodePods = [](double cluster) {
+    std::vector<troupe::sched::GpuRequest> reqs(20, tt::request(1, 1000, 10000));
+    reqs.insert(reqs.end(), 20, tt::request(0, 0, 20000));
+    reqs.push_back(tt::request(8, 1000, 80000));
+    return RequestMix::fromRequests(reqs, 0.95, cluster);
+  };
+  const RequestMix bound_whole = withWholeNodePods(28.0);
+  REQUIRE(bound_whole.cpuBound());
+  REQUIRE_FALSE(bound_whole.wholeNodeDemand().empty());
+  const Tie tie = tieUnder(bound_whole);
+  REQUIRE(tie.delta != 0.0);
+  CHECK(tie.value != Approx(exactTie(tie.delta)));
+  const RequestMix loose_whole = withWholeNodePods(40.0);
+  REQUIRE_FALSE(loose_whole.cpuBound());
+  CHECK(tie.value == Approx(tieUnder(loose_whole).value));
 }
 
 TEST_CASE("troupe: among equally fragmenting nodes a GPU pod goes where CPU and GPUs run out together",

@@ -80,7 +80,8 @@ TEST_CASE("whole-node slots: what a placement uses up, on random nodes", "[whole
   }
 }
 
-TEST_CASE("troupe: a penalty for breaking whole nodes, saturating in the pressure", "[whole-node]") {
+TEST_CASE("troupe: a penalty for breaking whole nodes, within a point while the slots are enough",
+          "[whole-node]") {
   SmallCluster cluster;
   NodeState& whole = cluster.add("whole", 8);
   NodeState& used = cluster.add("used", 8);
@@ -92,8 +93,21 @@ TEST_CASE("troupe: a penalty for breaking whole nodes, saturating in the pressur
   CHECK(ours->wholeNodePenalty(whole, gpus(1), low) > 0.0);
   CHECK(ours->wholeNodePenalty(whole, gpus(1), low) < 0.05);
   CHECK(ours->wholeNodePenalty(whole, gpus(1), high) > ours->wholeNodePenalty(whole, gpus(1), low));
-  // Below a whole point: it never overrides a clear difference in fragmentation.
-  CHECK(ours->wholeNodePenalty(whole, gpus(1), WholeNodePressure::compute(1.0, 1000000, 1)) < 1.0);
+  // c = share x free milli-GPU / (8000 x slots): the whole-node pods expected until the cluster
+  // is full, against the slots left (one here). Up to c = 1 the penalty stays below a whole
+  // point: it only reorders nodes of (near) equal fragmentation.
+  auto at = [&](double c) {
+    return ours->wholeNodePenalty(whole, gpus(1), WholeNodePressure::compute(c, 8000, 1));
+  };
+  CHECK(at(0.5) == Approx(0.8 * 0.5 / 0.7));
+  CHECK(at(1.0) == Approx(0.8 / 1.2));
+  CHECK(at(1.0) < 1.0);
+  // Past it, each slot broken is a whole-node pod turned away: the penalty overrides a point of
+  // fragmentation, growing with c and bounded by 0.8 + 2.
+  CHECK(at(2.0) == Approx(0.8 * 2.0 / 2.2 + 2.0 * 0.5));
+  CHECK(at(2.0) > 1.0);
+  CHECK(at(4.0) > at(2.0));
+  CHECK(at(1000.0) < 2.8);
   // Nothing for the whole-node job itself, a node with no slot, CPU-only pods, or other policies.
   CHECK(ours->wholeNodePenalty(whole, gpus(8), high) == 0.0);
   CHECK(ours->wholeNodePenalty(used, gpus(1), high) == 0.0);
