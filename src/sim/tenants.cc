@@ -221,17 +221,13 @@ Pressures Simulation::pressures() const {
   const std::vector<sched::WholeNodeDemand>& demand = mix_.wholeNodeDemand();
   const bool models = !mix_.constrained().empty(), whole = !demand.empty();
   if (!models && !whole) return out;
-  std::vector<std::pair<std::string, int64_t>> free_by_product;
+  sched::FreeGpuByProduct free;
   sched::WholeNodeTally tally(demand);
   for (const model::NodeState& n : nodes_) {
-    const std::string& product = n.info().gpu_product;
-    auto it = std::find_if(free_by_product.begin(), free_by_product.end(),
-                           [&](const auto& p) { return p.first == product; });
-    if (it == free_by_product.end()) it = free_by_product.insert(free_by_product.end(), {product, 0});
-    it->second += n.freeMilliTotal();
+    free.add(n);
     tally.add(n);
   }
-  if (models) out.model = sched::ModelPressure::compute(mix_, free_by_product);
+  if (models) out.model = sched::ModelPressure::compute(mix_, free.list());
   if (whole) out.whole = tally.pressure();
   return out;
 }

@@ -1,9 +1,6 @@
 #include "troupe/sched/filter/filter_stage_narrow.h"
 
-#include <algorithm>
 #include <memory>
-#include <string>
-#include <utility>
 #include <vector>
 
 #include "troupe/sched/filter/node_filter.h"
@@ -12,17 +9,12 @@ namespace troupe::sched {
 
 ModelPressure modelPressureOf(const ClusterState& cluster, const RequestMix& mix) {
   if (mix.constrained().empty()) return {};
-  std::vector<std::pair<std::string, int64_t>> free_by_product;
+  FreeGpuByProduct free;
   cluster.forEachNode([&](const model::NodeState& node) {
-    if (node.gpuCount() == 0) return true;
-    const std::string& product = node.info().gpu_product;
-    auto it = std::find_if(free_by_product.begin(), free_by_product.end(),
-                           [&](const auto& p) { return p.first == product; });
-    if (it == free_by_product.end()) it = free_by_product.insert(free_by_product.end(), {product, 0});
-    it->second += node.freeMilliTotal();
+    free.add(node);
     return true;
   });
-  return ModelPressure::compute(mix, free_by_product);
+  return ModelPressure::compute(mix, free.list());
 }
 
 WholeNodePressure wholeNodePressureOf(const ClusterState& cluster, const RequestMix& mix) {

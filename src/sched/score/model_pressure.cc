@@ -44,4 +44,12 @@ double ModelPressure::of(std::string_view product) const {
   return 0.0;
 }
 
+void FreeGpuByProduct::add(const model::NodeState& node) {
+  if (node.gpuCount() == 0) return;
+  const std::string& product = node.info().gpu_product;
+  auto it = std::find_if(free_.begin(), free_.end(), [&](const auto& p) { return p.first == product; });
+  if (it == free_.end()) it = free_.insert(free_.end(), {product, 0});
+  it->second += node.freeMilliTotal();
+}
+
 }  // namespace troupe::sched

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "troupe/model/node.h"
 #include "troupe/sched/request/request_mix.h"
 
 namespace troupe::sched {
@@ -39,6 +40,18 @@ class ModelPressure {
 
  private:
   std::vector<std::pair<std::string, double>> by_product_;
+};
+
+// The free milli-GPU of each GPU product, added node by node (the live filter's and the queueing
+// simulation's pass over their nodes): ModelPressure::compute's input. Nodes without GPUs add
+// nothing.
+class FreeGpuByProduct {
+ public:
+  void add(const model::NodeState& node);
+  const std::vector<std::pair<std::string, int64_t>>& list() const { return free_; }
+
+ private:
+  std::vector<std::pair<std::string, int64_t>> free_;
 };
 
 }  // namespace troupe::sched
